@@ -1,0 +1,725 @@
+"""TFRecord files, byte-compatible with TensorFlow's ``TFRecordWriter`` and ``TFRecordDataset``.
+
+A TFRecord file is a sequence of records, each framed as::
+
+    <u64 LE data length> <u32 LE masked crc32c of the 8 length bytes>
+    <data> <u32 LE masked crc32c of data>
+
+where ``masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8 (mod 2**32)``. The whole record stream
+may be compressed: ``"gzip"`` or ``"zlib"``, as ``tf.io.TFRecordOptions(compression_type=...)``
+with ``"GZIP"`` or ``"ZLIB"``.
+
+Paths are written crash-safely: records go to a hidden temporary file next to the target, which
+replaces the target only on a clean :meth:`TFRecordWriter.close`. Reading slices records out of
+large buffered chunks; corruption is reported as :class:`~codegen.errors.DataError` naming the
+file, record index and byte offset, or, with ``on_error="skip"``, passed over and reported as
+:class:`SkippedSpan`.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import secrets
+import struct
+import weakref
+import zlib
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO, Literal, Protocol
+
+import crc32c
+import numpy as np
+from numpy.typing import NDArray
+
+from codegen.errors import DataError, TfrGenError
+
+__all__ = [
+    "Compression",
+    "OnError",
+    "SkippedSpan",
+    "TFRecordReader",
+    "TFRecordWriter",
+    "read_tfrecord",
+    "resolve_compression",
+    "write_tfrecord",
+]
+
+Compression = Literal["gzip", "zlib"] | None
+"""How the record stream is compressed: ``None`` (not at all), ``"gzip"`` or ``"zlib"``."""
+
+OnError = Literal["raise", "skip"]
+"""What a reader does with a corrupt or truncated record: raise :class:`DataError`, or skip it."""
+
+_WBITS: dict[str, int] = {"gzip": 16 + 15, "zlib": 15}  # zlib window bits (+16: gzip container)
+_MASK_DELTA = 0xA282EAD8
+_U32_MASK = 0xFFFFFFFF
+_HEADER = struct.Struct("<QI")  # data length, masked crc of the length bytes
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_pack_u32 = _U32.pack
+_HEADER_SIZE = 12
+_FRAME_SIZE = 16  # header plus data crc: the size of an empty record
+
+_READ_CHUNK = 1 << 20  # bytes asked of an uncompressed file per read
+_MAX_READ = 1 << 26  # largest single read while filling a large record (bounds a declared length)
+_COMPRESSED_CHUNK = 1 << 18  # compressed bytes fed to the decompressor at a time
+_WRITE_CHUNK = 1 << 20  # framed bytes collected before they go to the file (or the compressor)
+_SCAN_BLOCK = 1 << 18  # header positions checked per step while resynchronising
+_HEADER_CRC_CACHE = 4096  # distinct record lengths whose header CRC is remembered
+
+
+def _masked_crc(data: bytes) -> int:
+    """The masked crc32c that TFRecord stores for ``data``."""
+    c: int = crc32c.crc32c(data)
+    return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32_MASK
+
+
+def resolve_compression(
+    path: str | os.PathLike[str] | None, compression: Compression | Literal["auto"]
+) -> Compression:
+    """The compression to use for ``path``.
+
+    ``"auto"`` picks by the path's suffix (case-insensitively): ``.gz`` is gzip, ``.zlib`` is zlib,
+    anything else (and no path, as for a file object) is uncompressed. Any other value must be
+    ``None``, ``"gzip"`` or ``"zlib"`` and is returned as is; an unknown name raises
+    :class:`~codegen.errors.TfrGenError` (a ``ValueError``).
+    """
+    if compression == "auto":
+        if path is None:
+            return None
+        name = os.fspath(path).lower()
+        if name.endswith(".gz"):
+            return "gzip"
+        if name.endswith(".zlib"):
+            return "zlib"
+        return None
+    if compression is None or compression == "gzip" or compression == "zlib":
+        return compression
+    raise TfrGenError(
+        f"unknown TFRecord compression {compression!r}; "
+        "expected one of None, 'gzip', 'zlib', 'auto'"
+    )
+
+
+def _stream_name(stream: BinaryIO) -> str:
+    """The name errors use for a caller's file object: its ``name`` if a path, else ``<stream>``."""
+    name = getattr(stream, "name", None)
+    return name if isinstance(name, str) else "<stream>"
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def _discard_temporary(file: BinaryIO, temporary: str) -> None:
+    """Closes and deletes an unfinished temporary file (its writer was aborted or collected)."""
+    file.close()
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_directory(directory: str) -> None:
+    """Makes a rename in ``directory`` durable (POSIX; tolerates filesystems that cannot)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+class TFRecordWriter:
+    """Writes records to a TFRecord file, framed and compressed exactly as TensorFlow reads them.
+
+    ``target`` is a path or a binary file object.
+
+    For a path the writer is crash-safe: records go to a temporary file in the same directory
+    (``.<name>.<random>.tmp``); a clean :meth:`close` flushes it, syncs it to disk and atomically
+    renames it onto ``target`` (replacing an existing file). If a ``with`` block exits with an
+    exception, or the writer is garbage collected without being closed, the temporary file is
+    deleted and nothing appears under ``target``.
+
+    For a file object, framed records are written to it in chunks (:meth:`flush` pushes what is
+    pending); :meth:`close` finishes the compression stream and flushes the object but never
+    closes it. That also happens when a ``with`` block exits with an exception, so the object
+    always ends with a complete stream of the records written.
+
+    ``compression`` is ``None``, ``"gzip"``, ``"zlib"`` or ``"auto"`` (see
+    :func:`resolve_compression`; ``"auto"`` means uncompressed for a file object).
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | BinaryIO,
+        *,
+        compression: Compression | Literal["auto"] = None,
+    ) -> None:
+        self._temporary: str | None
+        self._finalizer: weakref.finalize[[BinaryIO, str], TFRecordWriter] | None
+        if isinstance(target, str | os.PathLike):
+            self.path: str = os.fspath(target)
+            self.compression: Compression = resolve_compression(target, compression)
+            self._final = os.path.abspath(self.path)  # unaffected by later changes of directory
+            directory, name = os.path.split(self._final)
+            self._directory = directory
+            self._temporary = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+            self._file: BinaryIO = open(self._temporary, "xb")
+            self._finalizer = weakref.finalize(
+                self, _discard_temporary, self._file, self._temporary
+            )
+        else:
+            self.path = _stream_name(target)
+            self.compression = resolve_compression(None, compression)
+            self._final = ""
+            self._directory = ""
+            self._temporary = None
+            self._file = target
+            self._finalizer = None
+        self._compressor = (
+            None
+            if self.compression is None
+            else zlib.compressobj(
+                zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, _WBITS[self.compression]
+            )
+        )
+        self._headers: dict[int, bytes] = {}  # framed header by data length (bounded)
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._count = 0
+        self._closed = False
+
+    @property
+    def records_written(self) -> int:
+        """How many records :meth:`write` has accepted."""
+        return self._count
+
+    def write(self, data: bytes) -> None:
+        """Appends one record."""
+        if self._closed:
+            raise TfrGenError(f"{self.path}: cannot write to a closed TFRecordWriter")
+        if not isinstance(data, bytes):
+            raise TypeError(f"TFRecordWriter.write expects bytes, got {type(data).__name__}")
+        size = len(data)
+        header = self._headers.get(size)
+        if header is None:
+            header = self._header(size)
+        c = crc32c.crc32c(data)  # masked inline below: this runs once per record
+        self._parts += (
+            header,
+            data,
+            _pack_u32((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF),
+        )
+        self._count += 1
+        self._pending += size + 16
+        if self._pending >= _WRITE_CHUNK:
+            self._drain()
+
+    def _header(self, size: int) -> bytes:
+        """The framed header of a ``size``-byte record (remembered for the next records)."""
+        length = _U64.pack(size)
+        header = length + _U32.pack(_masked_crc(length))
+        if len(self._headers) < _HEADER_CRC_CACHE:
+            self._headers[size] = header
+        return header
+
+    def flush(self) -> None:
+        """Hands every record written so far to the file and flushes it.
+
+        A compressed stream gets a sync point, so everything written can be decompressed. For a
+        path this reaches the temporary file only; the target appears on :meth:`close`.
+        """
+        if self._closed:
+            raise TfrGenError(f"{self.path}: cannot flush a closed TFRecordWriter")
+        self._drain()
+        if self._compressor is not None:
+            self._file.write(self._compressor.flush(zlib.Z_SYNC_FLUSH))
+        self._file.flush()
+
+    def close(self) -> None:
+        """Finishes the file: for a path, flush, ``fsync`` and rename onto the target.
+
+        Closing twice is a no-op. If finishing fails (for example the disk is full), the temporary
+        file is deleted and the error re-raised.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._drain()
+            if self._compressor is not None:
+                self._file.write(self._compressor.flush(zlib.Z_FINISH))
+            self._file.flush()
+            if self._temporary is not None and self._finalizer is not None:
+                os.fsync(self._file.fileno())
+                self._file.close()
+                os.replace(self._temporary, self._final)
+                self._finalizer.detach()
+                _fsync_directory(self._directory)
+        except BaseException:
+            if self._finalizer is not None:
+                self._finalizer()
+            raise
+
+    def _drain(self) -> None:
+        """Writes the collected framed records to the file (through the compressor, if any)."""
+        if not self._parts:
+            return
+        blob = b"".join(self._parts)
+        self._parts.clear()
+        self._pending = 0
+        if self._compressor is not None:
+            blob = self._compressor.compress(blob)
+        if blob:
+            self._file.write(blob)
+
+    def _abort(self) -> None:
+        """Deletes the unfinished temporary file; nothing appears under the target path."""
+        self._closed = True
+        self._parts.clear()
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self) -> TFRecordWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and self._temporary is not None:
+            self._abort()
+        else:
+            self.close()
+
+
+def write_tfrecord(
+    path: str | os.PathLike[str],
+    records: Iterable[bytes],
+    *,
+    compression: Compression | Literal["auto"] = "auto",
+) -> int:
+    """Writes ``records`` to ``path`` crash-safely (see :class:`TFRecordWriter`); returns the count.
+
+    If iterating ``records`` raises, no file appears under ``path``.
+    """
+    with TFRecordWriter(path, compression=compression) as writer:
+        for record in records:
+            writer.write(record)
+    return writer.records_written
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedSpan:
+    """A stretch of a TFRecord stream that a reader with ``on_error="skip"`` passed over.
+
+    ``offset`` and ``length`` count bytes of the (uncompressed) record stream; ``reason`` says what
+    was wrong at ``offset``. A compressed stream that is corrupt or cut short ends with a span of
+    length 0 whose reason names the compression error (the bytes of a record it cut off are
+    reported just before, as a truncated record).
+    """
+
+    path: str
+    offset: int
+    length: int
+    reason: str
+
+
+class _CompressedStreamError(Exception):
+    """The compressed stream is corrupt or truncated (the reader reports it as a DataError)."""
+
+
+class _Source(Protocol):
+    """A stream of uncompressed record bytes."""
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` more bytes (at least one until the stream ends), ``b""`` at the end."""
+        ...
+
+
+class _PlainSource:
+    """The bytes of an uncompressed file."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+
+    def read(self, size: int) -> bytes:
+        return self._file.read(size)
+
+
+class _InflatingSource:
+    """The uncompressed bytes of a zlib stream or of one or more concatenated gzip members."""
+
+    def __init__(self, file: BinaryIO, compression: Literal["gzip", "zlib"]) -> None:
+        self._file = file
+        self._name = compression
+        self._wbits = _WBITS[compression]
+        self._inflater = zlib.decompressobj(self._wbits)
+        self._input = b""
+        self._started = False
+
+    def read(self, size: int) -> bytes:
+        while True:
+            if self._inflater.eof:
+                rest = self._inflater.unused_data or self._file.read(_COMPRESSED_CHUNK)
+                if not rest:
+                    return b""
+                if self._name != "gzip":
+                    raise _CompressedStreamError("corrupt zlib stream: data after its end")
+                self._inflater = zlib.decompressobj(self._wbits)  # the next gzip member
+                self._input = rest
+            elif not self._input:
+                self._input = self._file.read(_COMPRESSED_CHUNK)
+                if not self._input:
+                    if not self._started:
+                        return b""  # an empty file holds no records
+                    raise _CompressedStreamError(
+                        f"truncated {self._name} stream: the file ends inside compressed data"
+                    )
+                self._started = True
+            try:
+                out = self._inflater.decompress(self._input, size)
+            except zlib.error as exc:
+                raise _CompressedStreamError(f"corrupt {self._name} stream: {exc}") from None
+            self._input = b"" if self._inflater.eof else self._inflater.unconsumed_tail
+            if out:
+                return out
+
+
+_CRC_OF_ZEROS: int = crc32c.crc32c(bytes(8))
+
+
+@functools.cache
+def _crc_tables() -> NDArray[np.uint32]:
+    """Per-position tables for the crc32c of 8-byte strings.
+
+    CRCs of same-length strings are affine in the bits of the string, so each byte contributes
+    independently: ``crc(x) = crc(bytes(8)) ^ XOR_i tables[i][x[i]]``.
+    """
+    tables = np.empty((8, 256), dtype=np.uint32)
+    for i in range(8):
+        for v in range(256):
+            tables[i, v] = crc32c.crc32c(bytes(i) + bytes((v,)) + bytes(7 - i)) ^ _CRC_OF_ZEROS
+    return tables
+
+
+def _header_candidates(buf: bytes, start: int, count: int) -> list[int]:
+    """Positions ``p < count`` where ``buf[start + p:]`` begins with a header with a valid CRC.
+
+    ``buf`` must hold ``count + 11`` bytes from ``start``. Vectorised: a few array operations per
+    position, instead of a crc32c call each.
+    """
+    tables = _crc_tables()
+    b = np.frombuffer(buf, dtype=np.uint8, count=count + _HEADER_SIZE - 1, offset=start)
+    crc = np.full(count, _CRC_OF_ZEROS, dtype=np.uint32)
+    for i in range(8):
+        crc ^= tables[i][b[i : i + count]]
+    masked = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
+    stored = b[8 : 8 + count].astype(np.uint32)
+    for i in range(1, 4):
+        stored |= b[8 + i : 8 + i + count].astype(np.uint32) << np.uint32(8 * i)
+    positions: list[int] = np.flatnonzero(masked == stored).tolist()
+    return positions
+
+
+class TFRecordReader:
+    """Iterates over the records of a TFRecord file, as ``bytes``.
+
+    ``source`` is a path (opened here; closed by :meth:`close`, by the ``with`` block, or when
+    iteration ends) or a binary file object (read from its current position, never closed).
+    ``compression`` is ``None``, ``"gzip"`` (one or more concatenated members), ``"zlib"`` or
+    ``"auto"`` (see :func:`resolve_compression`; uncompressed for a file object).
+    ``verify_crc=False`` skips both CRC checks, as TensorFlow can; truncation is still detected.
+
+    Errors are :class:`~codegen.errors.DataError` naming the file, the index of the record (the
+    number of records yielded before it) and the byte offset of its header. For a compressed file
+    offsets count bytes of the *uncompressed* record stream. The end of the file exactly at a
+    record boundary ends iteration cleanly; errors are a corrupt length CRC, a corrupt data CRC, a
+    truncated header or record, and a corrupt or truncated compressed stream.
+
+    With ``on_error="skip"`` the reader never yields a record whose CRC failed. After a corrupt
+    CRC it resynchronises on the next position where a header's length CRC and its record's data
+    CRC are both valid; a truncated last record is skipped to the end of the stream. Every stretch
+    passed over is reported as a :class:`SkippedSpan` to ``on_skip`` (if given) and counted in
+    ``skipped_spans`` and ``skipped_bytes``.
+
+    ``index`` is the number of records yielded so far and :attr:`offset` the stream offset of the
+    next header. Memory stays within a few 1 MiB chunks plus the largest record; a header that
+    declares more data than the file holds costs at most the rest of the file, never the length
+    it declares.
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | BinaryIO,
+        *,
+        compression: Compression | Literal["auto"] = None,
+        verify_crc: bool = True,
+        on_error: OnError = "raise",
+        on_skip: Callable[[SkippedSpan], None] | None = None,
+    ) -> None:
+        if on_error != "raise" and on_error != "skip":
+            raise TfrGenError(f"unknown on_error {on_error!r}; expected 'raise' or 'skip'")
+        if on_skip is not None and on_error != "skip":
+            raise TfrGenError("on_skip is only called with on_error='skip'")
+        self._file: BinaryIO
+        if isinstance(source, str | os.PathLike):
+            self.path: str = os.fspath(source)
+            self.compression: Compression = resolve_compression(source, compression)
+            self._file = open(self.path, "rb", buffering=0)
+            self._owns_file = True
+        else:
+            self.path = _stream_name(source)
+            self.compression = resolve_compression(None, compression)
+            self._file = source
+            self._owns_file = False
+        self._source: _Source = (
+            _PlainSource(self._file)
+            if self.compression is None
+            else _InflatingSource(self._file, self.compression)
+        )
+        self._where = (
+            "" if self.compression is None else f" (in the uncompressed {self.compression} stream)"
+        )
+        self._verify = verify_crc
+        self._skip = on_error == "skip"
+        self._on_skip = on_skip
+        self.index = 0
+        self.skipped_spans = 0
+        self.skipped_bytes = 0
+        self._buf = b""
+        self._pos = 0  # position in _buf of the next header
+        self._base = 0  # stream offset of _buf[0]
+        self._eof = False
+        self._stream_error: str | None = None
+        self._records = self._generate()
+
+    @property
+    def offset(self) -> int:
+        """The byte offset of the next record's header in the (uncompressed) stream."""
+        return self._base + self._pos
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._records
+
+    def __next__(self) -> bytes:
+        return next(self._records)
+
+    def close(self) -> None:
+        """Ends iteration and closes the file if the reader opened it."""
+        self._records.close()
+        if self._owns_file:
+            self._file.close()
+
+    def __enter__(self) -> TFRecordReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _generate(self) -> Generator[bytes, None, None]:
+        """The records; the inner loop slices every complete record out of the current buffer."""
+        verify = self._verify
+        header = _HEADER.unpack_from
+        footer = _U32.unpack_from
+        crc = crc32c.crc32c
+        # The header CRC depends on the length only: remember it for the lengths seen (bounded).
+        header_crcs: dict[int, int] = {}
+        try:
+            while True:
+                buf = self._buf
+                pos = self._pos
+                size = len(buf)
+                # Literal numbers rather than the module's constants: this loop runs per record.
+                while pos + 16 <= size:
+                    length, stored = header(buf, pos)
+                    if verify and header_crcs.get(length) != stored:
+                        c = crc(buf[pos : pos + 8])
+                        if (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF != stored:
+                            break
+                        if len(header_crcs) < _HEADER_CRC_CACHE:
+                            header_crcs[length] = stored
+                    stop = pos + 12 + length
+                    if stop + 4 > size:
+                        break
+                    data = buf[pos + 12 : stop]
+                    if verify:
+                        c = crc(data)
+                        stored = footer(buf, stop)[0]
+                        if (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF != stored:
+                            break
+                    pos = stop + 4
+                    self._pos = pos
+                    self.index += 1
+                    yield data
+                self._pos = pos
+                if not self._advance():
+                    if self._stream_error is not None:
+                        self._report(self.offset, 0, self._stream_error)
+                    return
+        finally:
+            if self._owns_file:
+                self._file.close()
+
+    def _advance(self) -> bool:
+        """Deals with the record at the current position, which the inner loop could not take.
+
+        Reads more data, or raises for (or skips) a corrupt or truncated record. Returns False at
+        the end of the stream.
+        """
+        available = self._fill(_HEADER_SIZE)
+        if available == 0:
+            return False
+        if available < _HEADER_SIZE:
+            return self._fail(
+                f"truncated header: the file ends {available} bytes into a 12-byte record header"
+            )
+        length, stored = _HEADER.unpack_from(self._buf, self._pos)
+        if self._verify:
+            computed = _masked_crc(self._buf[self._pos : self._pos + 8])
+            if computed != stored:
+                return self._fail(
+                    f"corrupt length CRC: stored {stored:#010x}, computed {computed:#010x}",
+                    resync=True,
+                )
+        needed = _FRAME_SIZE + length
+        available = self._fill(needed)
+        if available < needed:
+            return self._fail(
+                f"truncated record: the file ends {available} bytes into a record that declares "
+                f"{length} bytes of data ({needed} bytes with its framing)"
+            )
+        if self._verify:
+            stored, computed = self._data_crcs(length)
+            if computed != stored:
+                return self._fail(
+                    f"corrupt data CRC of a {length}-byte record: stored {stored:#010x}, "
+                    f"computed {computed:#010x}",
+                    resync=True,
+                )
+        return True
+
+    def _data_crcs(self, length: int) -> tuple[int, int]:
+        """The stored and computed data CRC of the ``length``-byte record at the current position.
+
+        The buffer must hold the whole record.
+        """
+        start = self._pos + _HEADER_SIZE
+        stored: int = _U32.unpack_from(self._buf, start + length)[0]
+        return stored, _masked_crc(self._buf[start : start + length])
+
+    def _fill(self, needed: int) -> int:
+        """Reads until ``needed`` bytes follow the current position or the stream ends.
+
+        Returns how many bytes follow it. Keeps only the bytes from the current position on.
+        Reads are bounded, so a huge ``needed`` costs at most the data actually present.
+        """
+        buf, pos = self._buf, self._pos
+        available = len(buf) - pos
+        if available >= needed or self._eof:
+            return available
+        parts = [buf[pos:]] if available else []
+        while available < needed:
+            try:
+                chunk = self._source.read(max(_READ_CHUNK, min(needed - available, _MAX_READ)))
+            except _CompressedStreamError as exc:
+                if not self._skip:
+                    raise DataError(
+                        f"{exc}{self._where}", path=self.path, index=self.index, offset=self.offset
+                    ) from None
+                self._stream_error = str(exc)
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                break
+            parts.append(chunk)
+            available += len(chunk)
+        self._base += pos
+        self._buf = b"".join(parts)
+        self._pos = 0
+        return available
+
+    def _fail(self, reason: str, *, resync: bool = False) -> bool:
+        """Raises DataError for the record at the current position, or skips it.
+
+        Skipping a corrupt CRC (``resync``) scans for the next valid record and returns whether one
+        was found; skipping a truncated record passes over the rest of the stream and returns False.
+        """
+        if not self._skip:
+            raise DataError(
+                f"{reason}{self._where}", path=self.path, index=self.index, offset=self.offset
+            )
+        if resync:
+            return self._resync(self.offset, reason)
+        rest = len(self._buf) - self._pos
+        self._report(self.offset, rest, reason)
+        self._pos += rest
+        return False
+
+    def _resync(self, start: int, reason: str) -> bool:
+        """Moves to the first valid record after stream offset ``start``, or to the end.
+
+        Reports the bytes passed over as one span and returns whether a record was found. Header
+        CRCs are checked for a block of positions at a time; only positions whose header CRC is
+        valid have their record's data CRC checked.
+        """
+        self._pos += 1
+        while True:
+            available = self._fill(_SCAN_BLOCK + _HEADER_SIZE - 1)
+            if available < _HEADER_SIZE:
+                self._report(start, self.offset + available - start, reason)
+                self._pos += available
+                return False
+            count = min(available, _SCAN_BLOCK + _HEADER_SIZE - 1) - (_HEADER_SIZE - 1)
+            scan_from = self.offset
+            for candidate in _header_candidates(self._buf, self._pos, count):
+                at = scan_from + candidate
+                self._pos = at - self._base  # _fill below may move the buffer's start to here
+                length: int = _U64.unpack_from(self._buf, self._pos)[0]
+                if self._fill(_FRAME_SIZE + length) >= _FRAME_SIZE + length:
+                    stored, computed = self._data_crcs(length)
+                    if stored == computed:
+                        self._report(start, at - start, reason)
+                        return True
+            self._pos = scan_from + count - self._base
+
+    def _report(self, offset: int, length: int, reason: str) -> None:
+        """Counts a skipped span and hands it to ``on_skip``."""
+        self.skipped_spans += 1
+        self.skipped_bytes += length
+        if self._on_skip is not None:
+            self._on_skip(SkippedSpan(self.path, offset, length, f"{reason}{self._where}"))
+
+
+def read_tfrecord(
+    path: str | os.PathLike[str],
+    *,
+    compression: Compression | Literal["auto"] = "auto",
+    verify_crc: bool = True,
+    on_error: OnError = "raise",
+) -> Iterator[bytes]:
+    """The records of the TFRecord file at ``path`` (see :class:`TFRecordReader`).
+
+    The file is opened when iteration starts and closed when it ends or the iterator is dropped.
+    """
+    with TFRecordReader(
+        path, compression=compression, verify_crc=verify_crc, on_error=on_error
+    ) as reader:
+        yield from reader
