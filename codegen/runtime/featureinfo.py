@@ -1,0 +1,82 @@
+"""TensorFlow-free descriptions of the features of a record (its ``feature_spec()``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import overload
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureInfo:
+    """One feature of a record.
+
+    ``name`` is the attribute, ``key`` the Example key, ``dtype`` the schema dtype name, ``wire``
+    the list it travels in (``int64_list``, ``float_list`` or ``bytes_list``), ``shape`` its shape
+    (``None`` for a variable leading dimension), ``fixed`` whether the shape is fully known,
+    ``default`` its default (a scalar or nested tuples; ``None`` when it has none) and ``optional``
+    whether an absent feature means ``None``.
+    """
+
+    name: str
+    key: str
+    dtype: str
+    wire: str
+    shape: tuple[int | None, ...]
+    fixed: bool
+    default: object
+    optional: bool
+
+    @property
+    def shape_text(self) -> str:
+        """The shape as written in a schema: ``[]``, ``[3]``, ``[null, 2]``."""
+        return "[" + ", ".join("null" if d is None else str(d) for d in self.shape) + "]"
+
+
+_COLUMNS = ("name", "key", "dtype", "wire", "shape", "default", "optional")
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureSpec(Sequence[FeatureInfo]):
+    """The features of one record (``record`` is its class name), in schema order.
+
+    Indexes and iterates like a tuple of :class:`FeatureInfo`; ``str()`` gives a table with one row
+    per feature.
+    """
+
+    record: str
+    features: tuple[FeatureInfo, ...]
+
+    @overload
+    def __getitem__(self, index: int) -> FeatureInfo: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[FeatureInfo, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> FeatureInfo | tuple[FeatureInfo, ...]:
+        return self.features[index]
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __iter__(self) -> Iterator[FeatureInfo]:
+        return iter(self.features)
+
+    def __str__(self) -> str:
+        rows = [_COLUMNS] + [
+            (
+                f.name,
+                f.key,
+                f.dtype,
+                f.wire,
+                f.shape_text,
+                "-" if f.default is None else repr(f.default),
+                "yes" if f.optional else "no",
+            )
+            for f in self.features
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        count = len(self.features)
+        title = f"{self.record}: {count} feature{'' if count == 1 else 's'}"
+        return "\n".join([title, *("  " + line for line in lines)])
