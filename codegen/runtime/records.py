@@ -1,0 +1,63 @@
+"""Record-level helpers shared by every generated record class: equality, protobuf interop, file reading."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, Protocol, TypeVar
+
+import numpy as np
+
+from codegen.errors import DataError, RecordError
+from codegen.runtime.tfrecord import Compression, TFRecordReader, resolve_compression
+
+T = TypeVar("T")
+
+PathLike = str | os.PathLike[str]
+"""A file path argument."""
+
+CompressionArg = Compression | Literal["auto"]
+"""``None``, ``"gzip"``, ``"zlib"``, or ``"auto"`` (by the path's ``.gz``/``.zlib`` suffix)."""
+
+ExampleMessage = Any
+"""A ``tensorflow.Example`` protobuf message (its class is built at run time, so it is typed loosely)."""
+
+
+class ProtoMessage(Protocol):
+    """Any protobuf message object: what ``from_proto`` accepts."""
+
+    def SerializeToString(self, **kwargs: Any) -> bytes: ...  # noqa: N802 - protobuf's method name
+
+
+def arrays_equal(a: np.ndarray[Any, Any] | None, b: np.ndarray[Any, Any] | None) -> bool:
+    """Whether two optional arrays hold the same shape and values (``None`` equals only ``None``)."""
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def message_bytes(message: ProtoMessage, full_name: str) -> bytes:
+    """The serialized bytes of ``message``, after checking it is a ``full_name`` message (from any descriptor pool)."""
+    descriptor = getattr(message, "DESCRIPTOR", None)
+    got = getattr(descriptor, "full_name", type(message).__name__)
+    if got != full_name:
+        raise RecordError(f"expected a {full_name} protobuf message, got {got}")
+    return message.SerializeToString()
+
+
+def read_decoded(
+    path: PathLike, decode: Callable[[bytes], T], *, compression: CompressionArg = None
+) -> Iterator[T]:
+    """Decode every record of a TFRecord file; a record that does not decode is reported with its file position."""
+    with TFRecordReader(path, compression=resolve_compression(path, compression)) as reader:
+        for data in reader:
+            try:
+                record = decode(data)
+            except RecordError as exc:
+                offset = (
+                    reader.offset - len(data) - 16
+                )  # the record's header: 12 bytes before, 4 after the data
+                raise DataError(
+                    str(exc), path=os.fspath(path), index=reader.index - 1, offset=offset
+                ) from exc
+            yield record

@@ -1,0 +1,79 @@
+"""Schema content can never change the structure of generated code."""
+
+from __future__ import annotations
+
+import ast
+import json
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from codegen.render import render
+from codegen.schema import parse_schema
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+SAFE_FILTERS = {"ident", "pyrepr", "pylist", "comment", "comment_block", "docstring", "record_docstring", "indent"}
+TRUSTED_EXPRESSIONS = {"body", "line"}  # rendered by our own code: the records' template, the import lines
+MACRO_CALL = re.compile(r"^(kind|common)\.\w+\(.*\)$|^codec_var\(.*\)$|^imports\.add\(\"[^\"]*\"\)$")
+
+EVIL_KEY = "'\"); import os; os.system(\"x\") #"
+EVIL_DOC = 'Ends a docstring """ then code: import os; os.system("x") \\ and a backslash\n# and a comment line'
+
+
+def test_every_template_expression_passes_a_safe_filter() -> None:
+    expressions = []
+    for path in TEMPLATES.rglob("*.jinja"):
+        for expr in re.findall(r"\{\{(.*?)\}\}", path.read_text(), flags=re.S):
+            expressions.append((path.name, expr.strip()))
+    assert len(expressions) > 30
+    for name, expr in expressions:
+        if expr in TRUSTED_EXPRESSIONS or MACRO_CALL.match(expr):
+            continue
+        last_filter = expr.rsplit("|", 1)[-1].strip().split("(")[0] if "|" in expr else None
+        assert last_filter in SAFE_FILTERS, f"{name}: '{{{{ {expr} }}}}' prints a value without a safe filter"
+
+
+def _load(source: str, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def test_injection_shaped_keys_and_docs_become_literals(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = f"""\
+version: 1
+doc: {json.dumps(EVIL_DOC)}
+records:
+  Evil:
+    doc: {json.dumps(EVIL_DOC)}
+    features:
+      payload: {{key: {json.dumps(EVIL_KEY)}, dtype: string, doc: {json.dumps(EVIL_DOC)}}}
+      count: {{key: "a\\nb\\u2028c", dtype: int64, default: 3}}
+"""
+    schema = parse_schema(text, "evil.yaml")
+    source = render(schema, command="tfr-gen evil.yaml")
+    tree = ast.parse(source)
+    calls = {
+        ast.unparse(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and "system" in ast.unparse(node.func)
+    }
+    assert not calls
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    assert "os" not in imported
+    called: list[str] = []
+    monkeypatch.setattr("os.system", lambda cmd: called.append(cmd) or 0)
+    module = _load(source, "evil_schema_module")
+    assert called == []
+    record = module.Evil(payload="x")
+    assert record.count == 3
+    assert module.Evil.decode(record.encode()) == record
+    assert [info.key for info in module.Evil.feature_spec()] == [EVIL_KEY, "a\nb\u2028c"]
+    assert EVIL_DOC.splitlines()[0].strip() in (module.__doc__ or "")
