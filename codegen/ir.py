@@ -98,13 +98,92 @@ class StringList(FeatureIR):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RawTensor(FeatureIR):
+    """``encoding: raw``: the whole tensor as one little-endian C-order bytes value (any numeric dtype).
+
+    When a dimension is unknown (``null`` anywhere) the full shape travels in a companion int64 feature
+    ``<key>/shape``; fixed shapes store no companion and are checked on decode.
+    """
+
+    template: ClassVar[str] = "raw_tensor"
+
+    @property
+    def codec(self) -> str:
+        return "RawTensor"
+
+    @property
+    def companion_keys(self) -> tuple[str, ...]:
+        return () if self.is_fixed else (f"{self.key}/shape",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RaggedTensor(FeatureIR):
+    """Two or more leading ``null`` dimensions with the list encoding: flat values in ``<key>`` plus one row-lengths
+    companion ``<key>/row_lengths_<d>`` per inner ``null`` dimension ``d`` (1-based position in the shape), the way
+    ``tf.io.RaggedFeature(partitions=[RowLengths(...), ...])`` reads them. Fixed dimensions may only trail the nulls.
+    Numeric values are nested lists (depth = number of nulls - 1) of arrays of shape ``[n, *trailing fixed dims]``;
+    string values are nested lists of ``str``/``bytes``.
+    """
+
+    template: ClassVar[str] = "ragged_tensor"
+
+    @property
+    def codec(self) -> str:
+        return "RaggedTensor"
+
+    @property
+    def companion_keys(self) -> tuple[str, ...]:
+        return tuple(f"{self.key}/row_lengths_{d}" for d, n in enumerate(self.shape) if n is None and d > 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequenceFeature(FeatureIR):
+    """One ``sequence:`` feature of a SequenceExample: a FeatureList with one Feature per step; ``shape`` is the shape
+    of one step. Per-step fixed numeric shapes give an array ``[T, *shape]``; a leading ``null`` per step gives a list
+    of arrays (numeric) or a list of lists (strings); strings with a fixed per-step shape give nested lists.
+    ``optional`` means the whole feature list may be absent (-> zero steps); ``default`` is never set.
+    """
+
+    template: ClassVar[str] = "sequence_feature"
+
+    @property
+    def codec(self) -> str:
+        if self.dtype.kind in (Kind.STR, Kind.BYTES):
+            return "SequenceStrings"
+        return "SequenceTensor" if self.is_fixed else "SequenceRagged"
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecordIR:
-    """One record class: a ``tf.train.Example`` with ``features`` in schema order."""
+    """One record class.
+
+    ``kind`` is ``"example"`` (a ``tf.train.Example``: ``features``) or ``"sequence"`` (a ``tf.train.SequenceExample``:
+    ``features`` is its context, ``sequence`` its feature lists). Both in schema order.
+    """
 
     name: str
     doc: str | None
     features: tuple[FeatureIR, ...]
     loc: Location
+    kind: str = "example"
+    sequence: tuple[SequenceFeature, ...] = ()
+
+    @property
+    def all_features(self) -> tuple[FeatureIR, ...]:
+        """Every attribute of the record class, in schema order (context or features first, then sequence)."""
+        return self.features + self.sequence
+
+    @staticmethod
+    def wire_order(features: tuple[FeatureIR, ...]) -> tuple[tuple[str, FeatureIR, int], ...]:
+        """``(key, feature, part)`` for every map entry the features write, sorted by the UTF-8 bytes of the key
+        (protobuf's deterministic map order). ``part`` 0 is the feature's own key, ``i > 0`` its ``i``-th companion.
+        """
+        parts: list[tuple[str, FeatureIR, int]] = []
+        for f in features:
+            parts.append((f.key, f, 0))
+            companions: tuple[str, ...] = getattr(f, "companion_keys", ())
+            parts.extend((key, f, i) for i, key in enumerate(companions, start=1))
+        return tuple(sorted(parts, key=lambda p: p[0].encode("utf-8")))
 
     @property
     def features_by_key(self) -> tuple[FeatureIR, ...]:
