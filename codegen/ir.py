@@ -129,7 +129,7 @@ class RaggedTensor(FeatureIR):
 
     @property
     def codec(self) -> str:
-        return "RaggedTensor"
+        return "RaggedStrings" if self.dtype.kind in (Kind.STR, Kind.BYTES) else "RaggedTensor"
 
     @property
     def companion_keys(self) -> tuple[str, ...]:

@@ -155,7 +155,7 @@ class Customer:
     @classmethod
     def tf_feature_spec(cls) -> dict[str, _Any]:
         """The ``{key: tf.io.FixedLenFeature | tf.io.RaggedFeature}`` spec for ``tf.io.parse_example``."""
-        return {c.key: c.tf_spec() for c in _Customer_CODECS}
+        return _rt.tf_feature_spec(_Customer_CODECS)
 
     @classmethod
     def tf_parse(cls, serialized: _Any) -> dict[str, _Any]:

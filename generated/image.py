@@ -114,7 +114,7 @@ class Image:
     @classmethod
     def tf_feature_spec(cls) -> dict[str, _Any]:
         """The ``{key: tf.io.FixedLenFeature | tf.io.RaggedFeature}`` spec for ``tf.io.parse_example``."""
-        return {c.key: c.tf_spec() for c in _Image_CODECS}
+        return _rt.tf_feature_spec(_Image_CODECS)
 
     @classmethod
     def tf_parse(cls, serialized: _Any) -> dict[str, _Any]:

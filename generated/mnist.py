@@ -104,7 +104,7 @@ class Digit:
     @classmethod
     def tf_feature_spec(cls) -> dict[str, _Any]:
         """The ``{key: tf.io.FixedLenFeature | tf.io.RaggedFeature}`` spec for ``tf.io.parse_example``."""
-        return {c.key: c.tf_spec() for c in _Digit_CODECS}
+        return _rt.tf_feature_spec(_Digit_CODECS)
 
     @classmethod
     def tf_parse(cls, serialized: _Any) -> dict[str, _Any]:

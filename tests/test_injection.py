@@ -18,7 +18,10 @@ from codegen.schema import parse_schema
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 SAFE_FILTERS = {"ident", "pyrepr", "pylist", "comment", "comment_block", "docstring", "record_docstring", "indent"}
 TRUSTED_EXPRESSIONS = {"body", "line"}  # rendered by our own code: the records' template, the import lines
-MACRO_CALL = re.compile(r"^(kind|common)\.\w+\(.*\)$|^codec_var\(.*\)$|^imports\.add\(\"[^\"]*\"\)$")
+MACRO_CALL = re.compile(
+    r"^(kinds\[f\.template\]|common)\.\w+\(.*\)$|^(codec_var|_generic|entries)\(.*\)( \| indent\(\d+\))?$"
+    r"|^imports\.add\(\"[^\"]*\"\)$"
+)
 
 EVIL_KEY = "'\"); import os; os.system(\"x\") #"
 EVIL_DOC = 'Ends a docstring """ then code: import os; os.system("x") \\ and a backslash\n# and a comment line'

@@ -42,9 +42,12 @@ from codegen.runtime.records import (
     ExampleMessage,
     PathLike,
     ProtoMessage,
+    SequenceExampleMessage,
     arrays_equal,
     message_bytes,
     read_decoded,
+    tf_feature_spec,
+    values_equal,
 )
 from codegen.runtime.tfcompat import tf_parse_example
 from codegen.runtime.tfrecord import (
@@ -91,6 +94,7 @@ __all__ = [
     "NumericTensor",
     "PathLike",
     "ProtoMessage",
+    "SequenceExampleMessage",
     "SkippedSpan",
     "TFRecordReader",
     "TFRecordWriter",
@@ -107,6 +111,8 @@ __all__ = [
     "read_tfrecord",
     "resolve_compression",
     "sequence_example",
+    "tf_feature_spec",
     "tf_parse_example",
+    "values_equal",
     "write_tfrecord",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
@@ -22,6 +22,9 @@ CompressionArg = Compression | Literal["auto"]
 ExampleMessage = Any
 """A ``tensorflow.Example`` protobuf message (its class is built at run time, so it is typed loosely)."""
 
+SequenceExampleMessage = Any
+"""A ``tensorflow.SequenceExample`` protobuf message (typed loosely, like :data:`ExampleMessage`)."""
+
 
 class ProtoMessage(Protocol):
     """Any protobuf message object: what ``from_proto`` accepts."""
@@ -34,6 +37,20 @@ def arrays_equal(a: np.ndarray[Any, Any] | None, b: np.ndarray[Any, Any] | None)
     if a is None or b is None:
         return a is b
     return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def values_equal(a: object, b: object) -> bool:
+    """Deep equality of nested lists/tuples of arrays, scalars and strings; arrays compare by shape and values."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and arrays_equal(a, b)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def tf_feature_spec(codecs: Iterable[Any]) -> dict[str, Any]:
+    """The TensorFlow parse spec of a record's features: every codec's entries, keyed by their Example keys."""
+    return {codec.key: codec.tf_spec() for codec in codecs}
 
 
 def message_bytes(message: ProtoMessage, full_name: str) -> bytes:
