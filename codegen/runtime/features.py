@@ -538,9 +538,7 @@ class _BytesValued(_Scalar[T]):
         return (self._heads.get(len(data)) or self._head(len(data))) + data
 
     def _single(self, body: bytes) -> bytes:
-        """The one value of a ``BytesList`` body."""
-        if len(body) >= 2 and body[0] == 0x0A and body[1] == len(body) - 2 and body[1] < 0x80:
-            return body[2:]
+        """The one value of a ``BytesList`` body in any encoding (the fast path is the callers')."""
         values = decode_bytes_list(body)
         if len(values) != 1:
             raise self._count_error(len(values))
@@ -578,7 +576,10 @@ class TextScalar(_BytesValued[str]):
         return self._wrap(self.coerce(value).encode())
 
     def _present(self, body: bytes) -> str:
-        data = self._single(body)
+        if len(body) >= 2 and body[0] == 0x0A and body[1] == len(body) - 2 and body[1] < 0x80:
+            data = body[2:]  # one value below 128 bytes, as protobuf writes it
+        else:
+            data = self._single(body)
         try:
             return data.decode()
         except UnicodeDecodeError as exc:
@@ -609,6 +610,8 @@ class BytesScalar(_BytesValued[bytes]):
         return self._wrap(self.coerce(value))
 
     def _present(self, body: bytes) -> bytes:
+        if len(body) >= 2 and body[0] == 0x0A and body[1] == len(body) - 2 and body[1] < 0x80:
+            return body[2:]  # one value below 128 bytes, as protobuf writes it
         return self._single(body)
 
 
@@ -639,7 +642,7 @@ class NumericTensor(Codec[npt.NDArray[S]]):
 
     def _setup(self) -> None:
         dtype = self.dtype
-        self._np: np.dtype[S] = dtype.numpy  # type: ignore[assignment]
+        self._np = cast("np.dtype[S]", dtype.numpy)
         self._is_float = dtype.kind is Kind.FLOAT
         self._lo, self._hi = _bounds(dtype)
         self._narrow = dtype.name != "int64" and not self._is_float
@@ -768,7 +771,11 @@ class NumericTensor(Codec[npt.NDArray[S]]):
         if n and len(body) == self._body_size and body.startswith(self._body_head):
             values = np.frombuffer(body, "<f4", n, len(self._body_head)).astype(self._np)
         elif self._is_float:
-            values = decode_float_list(body)
+            size = len(body) - 2
+            if 0 <= size < 0x80 and body[0] == 0x0A and body[1] == size and not size % 4:
+                values = np.frombuffer(body, "<f4", size // 4, 2).astype(self._np)  # short packed
+            else:
+                values = decode_float_list(body)
             self._check_count(values.size)
         else:
             values = decode_int64_list(body)
