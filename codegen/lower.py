@@ -1,8 +1,9 @@
 """Semantic checks of a loaded schema and its lowering to the IR (:mod:`codegen.ir`).
 
 :func:`lower` validates the document's structure with the pydantic models, then checks what they
-cannot (names, dtypes, shapes, defaults, duplicate feature keys) in every part that is well-formed,
-so that one run reports every problem of the file. Each problem is a
+cannot (record kinds, names, dtypes, encodings, shapes, defaults, colliding wire keys) in every part
+that is well-formed, so that one run reports every problem of the file. Every parse spec TensorFlow
+would refuse is refused here. Each problem is a
 :class:`~codegen.errors.Diagnostic` at the offending value (at the key for unknown or duplicate
 keys, at the mapping for missing fields); any problem raises :class:`SchemaError`.
 """
@@ -25,8 +26,11 @@ from codegen.ir import (
     Location,
     NumericScalar,
     NumericTensor,
+    RaggedTensor,
+    RawTensor,
     RecordIR,
     SchemaIR,
+    SequenceFeature,
     Shape,
     StringList,
     StringScalar,
@@ -34,7 +38,14 @@ from codegen.ir import (
 from codegen.runtime.dtypes import DTYPES, DType, Kind, Wire
 from codegen.schema.canonical import canonical_json, fingerprint
 from codegen.schema.loader import Mark, Path, YamlDocument
-from codegen.schema.model import LIST_DTYPES, SECTIONS, FeatureDoc, RecordDoc, SchemaDoc
+from codegen.schema.model import (
+    LIST_DTYPES,
+    RAW_DTYPES,
+    SECTIONS,
+    FeatureDoc,
+    RecordDoc,
+    SchemaDoc,
+)
 
 _MAX_ELEMENTS = 2**63 - 1
 _MODEL_AT_DEPTH: dict[int, type[BaseModel]] = {
@@ -112,6 +123,7 @@ class _Lowering:
         self.source = source
         self.diagnostics: list[Diagnostic] = list(document.diagnostics)
         self.features: dict[Path, FeatureIR] = {}
+        self.steps: dict[Path, SequenceFeature] = {}
         self.failed: set[Path] = set()
 
     def report(self, mark: Mark, message: str) -> None:
@@ -137,18 +149,7 @@ class _Lowering:
         self.check_records()
         if self.diagnostics or schema is None:
             raise SchemaError(self.diagnostics)
-        records = tuple(
-            RecordIR(
-                name=name,
-                doc=record.doc,
-                features=tuple(
-                    self.features[("records", name, "features", feature)]
-                    for feature in record.features or {}
-                ),
-                loc=self.location(("records", name)),
-            )
-            for name, record in schema.records.items()
-        )
+        records = tuple(self.record_ir(name, record) for name, record in schema.records.items())
         canonical = canonical_json(schema.version, schema.doc, records)
         return SchemaIR(
             module=module,
@@ -158,6 +159,27 @@ class _Lowering:
             records=records,
             canonical=canonical,
             fingerprint=fingerprint(canonical),
+        )
+
+    def record_ir(self, name: str, record: RecordDoc) -> RecordIR:
+        """The IR of a valid record from the features lowered by :meth:`check_feature`."""
+        path: Path = ("records", name)
+        if record.sequence is None:
+            return RecordIR(
+                name=name,
+                doc=record.doc,
+                features=tuple(
+                    self.features[(*path, "features", f)] for f in record.features or {}
+                ),
+                loc=self.location(path),
+            )
+        return RecordIR(
+            name=name,
+            doc=record.doc,
+            kind="sequence",
+            features=tuple(self.features[(*path, "context", f)] for f in record.context or {}),
+            sequence=tuple(self.steps[(*path, "sequence", f)] for f in record.sequence),
+            loc=self.location(path),
         )
 
     # -- structure -------------------------------------------------------------------------------
@@ -232,38 +254,41 @@ class _Lowering:
                 self.check_record(path, record)
 
     def check_record(self, path: Path, record: dict[str, Any]) -> None:
-        sections = [s for s in SECTIONS if record.get(s) is not None]
+        sections = [s for s in record if s in SECTIONS and record[s] is not None]
         if not sections:
             self.at_value(
                 path,
                 f"{_owner(path)} has no features; give 'features' (a tf.train.Example) or"
-                " 'context'/'sequence' (a tf.train.SequenceExample)",
+                " 'sequence' and optionally 'context' (a tf.train.SequenceExample)",
             )
         elif "features" in sections and len(sections) > 1:
+            other = next(s for s in sections if s != "features")
             self.at_key(
-                (*path, sections[1]),
+                (*path, other),
                 f"{_owner(path)} has both 'features' (a tf.train.Example) and"
-                f" {sections[1]!r} (a tf.train.SequenceExample); give one kind",
+                f" {other!r} (a tf.train.SequenceExample); give one kind",
             )
-        for section in sections:
-            if section != "features":
-                self.at_key(
-                    (*path, section),
-                    "SequenceExample records (context/sequence) are not supported yet",
-                )
+        elif sections == ["context"]:
+            self.at_key(
+                (*path, "context"),
+                f"{_owner(path)} has 'context' but no 'sequence': a SequenceExample record needs"
+                " 'sequence' (its feature lists); a tf.train.Example record has 'features'",
+            )
         names: dict[str, str] = {}
         for section in sections:
             features = record[section]
             if not isinstance(features, dict):
                 continue
-            keys: dict[str, str] = {}
+            # One Features map per section: TensorFlow parses the context and the feature lists
+            # of a SequenceExample separately and accepts the same key in both.
+            keys: dict[str, tuple[str, str | None]] = {}
             for name, feature in features.items():
                 feature_path: Path = (*path, section, name)
                 self.check_feature_name(feature_path, names)
                 if self.well_formed(feature_path):
                     doc = FeatureDoc.model_validate(feature)
-                    self.check_key(feature_path, doc, keys)
                     self.check_feature(feature_path, doc)
+                    self.check_keys(feature_path, doc, keys)
 
     def check_feature_name(self, path: Path, names: dict[str, str]) -> None:
         name, section = str(path[-1]), str(path[-2])
@@ -274,39 +299,65 @@ class _Lowering:
             self.at_key(path, f"feature name {name!r} is already used in {names[name]!r}")
         names.setdefault(name, section)
 
-    def check_key(self, path: Path, doc: FeatureDoc, keys: dict[str, str]) -> None:
+    def check_keys(
+        self, path: Path, doc: FeatureDoc, keys: dict[str, tuple[str, str | None]]
+    ) -> None:
+        """Check that no wire key of the feature (its key, and its companions if it lowered) is
+        already used in its section; ``keys`` maps each used key to its feature's name and the
+        role of a companion key (``None`` for a feature's own key)."""
         name = str(path[-1])
-        key = doc.key or name
-        if key in keys:
-            message = f"feature {name!r} has key {key!r}, which feature {keys[key]!r} already uses"
+        wire: list[tuple[str, str | None]] = [(doc.key or name, None)]
+        feature = self.features.get(path)
+        if isinstance(feature, RawTensor):
+            wire.extend((key, "shape") for key in feature.companion_keys)
+        elif isinstance(feature, RaggedTensor):
+            wire.extend((key, "row lengths") for key in feature.companion_keys)
+        for key, role in wire:
+            if key not in keys:
+                keys[key] = (name, role)
+                continue
+            other, other_role = keys[key]
+            what = f"has key {key!r}" if role is None else f"stores its {role} under key {key!r}"
+            use = "" if other_role is None else f" for its {other_role}"
+            message = f"feature {name!r} {what}, which feature {other!r} already uses{use}"
             if doc.key is None:
                 self.at_key(path, message)
             else:
                 self.at_value((*path, "key"), message)
-        else:
-            keys[key] = name
 
     # -- features --------------------------------------------------------------------------------
 
     def check_feature(self, path: Path, doc: FeatureDoc) -> None:
         """Check one well-formed feature; remember its IR if it is valid."""
         count = len(self.diagnostics)
-        if doc.encoding == "raw":
-            self.at_value((*path, "encoding"), "encoding 'raw' is not supported yet; use 'list'")
-        dtype = self.check_dtype(path, doc)
-        shape = self.check_shape(path, doc.shape)
+        sequence = path[-2] == "sequence"
+        if sequence and doc.encoding == "raw":
+            self.at_value(
+                (*path, "encoding"),
+                "encoding 'raw' is not supported for sequence features (each step is one Feature"
+                " of a FeatureList); use the list encoding",
+            )
+        raw = doc.encoding == "raw" and not sequence
+        dtype = self.check_dtype(path, doc, raw=raw, sequence=sequence)
+        shape = self.check_shape(path, doc, dtype, raw=raw, sequence=sequence)
         has_default = "default" in doc.model_fields_set
         default: object = None
         if has_default:
             default = self.check_default(path, doc, dtype, shape)
         if len(self.diagnostics) > count or dtype is None or shape is None:
             return
-        kind = (
-            (StringScalar if not shape else StringList)
-            if dtype.kind in (Kind.STR, Kind.BYTES)
-            else (NumericScalar if not shape else NumericTensor)
-        )
-        self.features[path] = kind(
+        kind: type[FeatureIR]
+        if sequence:
+            kind = SequenceFeature
+        elif raw:
+            kind = RawTensor
+        elif shape.count(None) > 1:
+            kind = RaggedTensor
+        elif dtype.kind in (Kind.STR, Kind.BYTES):
+            kind = StringScalar if not shape else StringList
+        else:
+            kind = NumericScalar if not shape else NumericTensor
+        feature = kind(
             name=str(path[-1]),
             key=doc.key or str(path[-1]),
             dtype=dtype,
@@ -317,42 +368,64 @@ class _Lowering:
             doc=doc.doc,
             loc=self.location(path),
         )
+        if isinstance(feature, SequenceFeature):
+            self.steps[path] = feature
+        else:
+            self.features[path] = feature
 
-    def check_dtype(self, path: Path, doc: FeatureDoc) -> DType | None:
+    def check_dtype(
+        self, path: Path, doc: FeatureDoc, *, raw: bool, sequence: bool
+    ) -> DType | None:
+        at = (*path, "dtype")
         dtype = DTYPES.get(doc.dtype)
         if dtype is None:
+            expected = ", ".join(RAW_DTYPES if raw else LIST_DTYPES)
+            self.at_value(at, f"unknown dtype {doc.dtype!r}; expected one of {expected}")
+            return None
+        if raw and dtype.name not in RAW_DTYPES:
             self.at_value(
-                (*path, "dtype"),
-                f"unknown dtype {doc.dtype!r}; expected one of {', '.join(LIST_DTYPES)}",
+                at,
+                f"encoding 'raw' stores integer and float tensors, not {dtype.name}; use the list"
+                " encoding (remove 'encoding: raw')",
             )
             return None
-        if not dtype.list_ok and doc.encoding == "list":
+        if not raw and not dtype.list_ok:
             instead = "float32" if dtype.wire is Wire.FLOAT else "int64"
+            keep = (
+                " (sequence features cannot use 'encoding: raw')"
+                if sequence
+                else f", or 'encoding: raw' to keep {dtype.name}"
+            )
             self.at_value(
-                (*path, "dtype"),
+                at,
                 f"dtype {dtype.name} does not fit the list encoding ({dtype.wire.list_name} holds"
-                f" {dtype.wire.tf_dtype_name}); use dtype {instead}, or 'encoding: raw' to keep"
-                f" {dtype.name}",
+                f" {dtype.wire.tf_dtype_name}); use dtype {instead}{keep}",
             )
             return None
         return dtype
 
-    def check_shape(self, path: Path, dims: list[int | None]) -> Shape | None:
+    def check_shape(
+        self, path: Path, doc: FeatureDoc, dtype: DType | None, *, raw: bool, sequence: bool
+    ) -> Shape | None:
         ok = True
+        dims = doc.shape
         for i, dim in enumerate(dims):
-            if dim is None and i > 0:
-                self.at_value(
-                    (*path, "shape", i),
-                    "only the first dimension may be null (of unknown length)",
-                )
-                ok = False
-            elif dim is not None and dim <= 0:
+            if dim is None:
+                problem = _null_problem(dims[:i], dtype, raw=raw, sequence=sequence)
+                if problem is not None:
+                    self.at_value((*path, "shape", i), problem)
+                    ok = False
+            elif dim <= 0:
                 self.at_value(
                     (*path, "shape", i),
                     f"a dimension must be a positive integer or null, got {dim}",
                 )
                 ok = False
         shape = tuple(dims)
+        if raw and not shape:
+            at = (*path, "shape") if "shape" in doc.model_fields_set else (*path, "encoding")
+            self.at_value(at, _raw_scalar_problem(dtype))
+            ok = False
         if ok and math.prod(d for d in shape if d is not None) > _MAX_ELEMENTS:
             self.at_value(
                 (*path, "shape"), f"shape {shape_text(shape)} has more than 2**63-1 elements"
@@ -365,7 +438,17 @@ class _Lowering:
     ) -> object:
         at = (*path, "default")
         if path[-2] == "sequence":
-            self.at_value(at, "sequence features take no default")
+            self.at_value(
+                at,
+                "TensorFlow rejects a default on a sequence feature; remove it ('optional: true'"
+                " reads a missing feature list as zero steps)",
+            )
+        elif doc.encoding == "raw":
+            self.at_value(
+                at,
+                "a default is not supported with encoding: raw; remove it, or set"
+                " 'optional: true' to allow the feature to be absent",
+            )
         elif doc.optional:
             self.at_value(at, "a feature cannot be both optional and have a default; remove one")
         elif shape is not None and None in shape:
@@ -377,6 +460,42 @@ class _Lowering:
         elif dtype is not None and shape is not None:
             return _Defaults(self, dtype, shape).normalize(doc.default, at)
         return None
+
+
+def _null_problem(
+    before: list[int | None], dtype: DType | None, *, raw: bool, sequence: bool
+) -> str | None:
+    """What is wrong with a ``null`` dimension after the dimensions ``before``, or ``None``."""
+    if raw:
+        return None
+    if sequence:
+        if not before:
+            return None
+        return (
+            "the shape of a sequence feature is that of one step, and only its first dimension"
+            " may be null (of unknown length)"
+        )
+    if all(d is None for d in before):
+        return None
+    message = (
+        "only leading dimensions may be null (of unknown length) with the list encoding, not one"
+        " after a fixed dimension"
+    )
+    if dtype is not None and dtype.name in RAW_DTYPES:
+        message += "; use 'encoding: raw' for unknown dimensions anywhere"
+    return message
+
+
+def _raw_scalar_problem(dtype: DType | None) -> str:
+    """The message for a scalar (``shape: []``) with ``encoding: raw``."""
+    message = "encoding 'raw' needs a shape of rank 1 or more"
+    if dtype is None or dtype.list_ok:
+        return f"{message}; store a scalar with the list encoding (remove 'encoding: raw')"
+    instead = "float32" if dtype.wire is Wire.FLOAT else "int64"
+    return (
+        f"{message}; store a scalar {dtype.name} as shape [1], or as dtype {instead} with the"
+        " list encoding"
+    )
 
 
 class _Defaults:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import json
 import math
+import pathlib
 import textwrap
 from dataclasses import replace
 from typing import Any
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from codegen import naming
 from codegen.errors import SchemaError
-from codegen.ir import FeatureIR, Location, SchemaIR
+from codegen.ir import FeatureIR, Location, RecordIR, SchemaIR
 from codegen.schema import canonical_json, fingerprint, parse_canonical, parse_schema
 
 BASE = textwrap.dedent(
@@ -256,6 +258,197 @@ def test_parse_canonical_checks_the_schema_like_a_schema_file() -> None:
     )
 
 
+# -- SequenceExample records, raw and ragged features --------------------------------------------
+
+SEQUENCE = textwrap.dedent(
+    """\
+    version: 2
+    records:
+      Clip:
+        doc: A clip.
+        context:
+          title: {dtype: string, optional: true}
+          image: {key: img, dtype: uint8, shape: [null, null, 3], encoding: raw}
+        sequence:
+          frames: {dtype: float32, shape: [null]}
+          label: {dtype: int64, optional: true, doc: Per step.}
+      Boxes:
+        features:
+          boxes: {dtype: float32, shape: [null, null, 4]}
+    """
+)
+
+SEQUENCE_CANONICAL = (
+    '{"doc":null,"records":[{"context":['
+    '{"default":null,"doc":null,"dtype":"string","encoding":"list","key":"title","name":"title",'
+    '"optional":true,"shape":[]},'
+    '{"default":null,"doc":null,"dtype":"uint8","encoding":"raw","key":"img","name":"image",'
+    '"optional":false,"shape":[null,null,3]}],'
+    '"doc":"A clip.","kind":"sequence","name":"Clip","sequence":['
+    '{"default":null,"doc":null,"dtype":"float32","encoding":"list","key":"frames",'
+    '"name":"frames","optional":false,"shape":[null]},'
+    '{"default":null,"doc":"Per step.","dtype":"int64","encoding":"list","key":"label",'
+    '"name":"label","optional":true,"shape":[]}]},'
+    '{"doc":null,"features":[{"default":null,"doc":null,"dtype":"float32","encoding":"list",'
+    '"key":"boxes","name":"boxes","optional":false,"shape":[null,null,4]}],"name":"Boxes"}],'
+    '"version":2}'
+)
+
+
+def test_sequence_records_and_raw_features_have_a_canonical_form() -> None:
+    ir = schema(SEQUENCE)
+    assert ir.canonical == SEQUENCE_CANONICAL
+    assert ir.fingerprint == hashlib.sha256(SEQUENCE_CANONICAL.encode()).hexdigest()
+
+
+def test_sequence_spellings_do_not_change_the_fingerprint() -> None:
+    # The same record with its sections in the other order, explicit list encodings, a null
+    # context on a record without one.
+    reordered = textwrap.dedent(
+        """\
+        version: 2
+        records:
+          Clip:
+            sequence:
+              frames: {dtype: float32, shape: [~], encoding: list}
+              label: {dtype: int64, optional: true, doc: Per step., shape: []}
+            doc: A clip.
+            context:
+              title: {dtype: string, optional: true, encoding: list}
+              image: {encoding: raw, key: img, dtype: uint8, shape: [null, null, 3]}
+          Boxes: {features: {boxes: {dtype: float32, shape: [null, null, 4], optional: false}}}
+        """
+    )
+    assert schema(reordered).fingerprint == schema(SEQUENCE).fingerprint
+    only_sequence = "version: 1\nrecords:\n  A:\n    sequence: {s: {dtype: int64}}\n"
+    null_context = "version: 1\nrecords:\n  A:\n    context:\n    sequence: {s: {dtype: int64}}\n"
+    assert schema(null_context).canonical == schema(only_sequence).canonical
+    assert '"context":[],' in schema(only_sequence).canonical
+
+
+SEQUENCE_EDITS = [
+    ("      frames: {dtype: float32, shape: [null]}", "      frames: {dtype: float32, shape: [2]}"),
+    (
+        "  label: {dtype: int64, optional: true, doc: Per step.}",
+        "  label: {dtype: int64, doc: Per step.}",
+    ),
+    ("shape: [null, null, 3], encoding: raw}", "shape: [null, null, 3]}"),
+    ("shape: [null, null, 3], encoding: raw}", "shape: [null, 4, 3], encoding: raw}"),
+    ("dtype: uint8, shape: [null, null, 3]", "dtype: int8, shape: [null, null, 3]"),
+    ("shape: [null, null, 4]}", "shape: [null, 4]}"),
+    (
+        "      title: {dtype: string, optional: true}\n",
+        "",
+    ),
+    (
+        "    sequence:\n      frames: {dtype: float32, shape: [null]}\n",
+        "      frames: {dtype: float32, shape: [null]}\n    sequence:\n",
+    ),
+    ("      boxes: {dtype: float32, shape: [null, null, 4]}", "      boxes: {dtype: float32}"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), SEQUENCE_EDITS)
+def test_every_semantic_edit_of_a_sequence_schema_changes_the_fingerprint(
+    old: str, new: str
+) -> None:
+    assert SEQUENCE.count(old) == 1
+    assert schema(SEQUENCE.replace(old, new)).fingerprint != schema(SEQUENCE).fingerprint
+
+
+def test_the_record_kind_is_part_of_the_schema() -> None:
+    example = "version: 1\nrecords:\n  A:\n    features: {s: {dtype: int64}}\n"
+    sequence = "version: 1\nrecords:\n  A:\n    sequence: {s: {dtype: int64}}\n"
+    assert schema(example).fingerprint != schema(sequence).fingerprint
+
+
+def test_parse_canonical_gives_back_sequence_records() -> None:
+    ir = schema(SEQUENCE)
+    back = parse_canonical(ir.canonical, module="clip", source="clip.py")
+    assert back.canonical == ir.canonical
+    here = Location("clip.py", 1, 1)
+    assert [_relocated_record(r, here) for r in ir.records] == list(back.records)
+    clip = back.records[0]
+    assert clip.kind == "sequence" and [f.codec for f in clip.all_features] == [
+        "TextScalar",
+        "RawTensor",
+        "SequenceRagged",
+        "SequenceTensor",
+    ]
+
+
+def _relocated_record(r: RecordIR, loc: Location) -> RecordIR:
+    return replace(
+        r,
+        loc=loc,
+        features=_relocated(r.features, loc),
+        sequence=tuple(replace(f, loc=loc) for f in r.sequence),
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            '"kind":"sequence"',
+            '"kind":"example"',
+            "invalid canonical schema: records.0.kind: Input should be 'sequence'",
+        ),
+        (
+            '"kind":"sequence",',
+            "",
+            "invalid canonical schema: the text is not the canonical form of the schema it"
+            " describes",
+        ),
+        (
+            '"context":[',
+            '"features":[',
+            "record 'Clip' has both 'features' (a tf.train.Example) and 'sequence' (a"
+            " tf.train.SequenceExample); give one kind",
+        ),
+        (
+            '"encoding":"raw"',
+            '"encoding":"packed"',
+            "'encoding' of feature 'image' must be 'list' or 'raw', got 'packed'",
+        ),
+        (
+            '"sequence":[{"default":null,"doc":null,"dtype":"float32"',
+            '"sequence":[{"default":1.0,"doc":null,"dtype":"float32"',
+            "TensorFlow rejects a default on a sequence feature",
+        ),
+    ],
+)
+def test_parse_canonical_rejects_altered_sequence_forms(old: str, new: str, expected: str) -> None:
+    assert SEQUENCE_CANONICAL.count(old) == 1
+    with pytest.raises(SchemaError) as info:
+        parse_canonical(SEQUENCE_CANONICAL.replace(old, new), module="c", source="c.py")
+    assert str(info.value).startswith(f"c.py:1:1: {expected}")
+
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "schemas").glob("*.yaml")), ids=lambda p: p.stem)
+def test_committed_modules_keep_their_canonical_form_and_fingerprint(path: pathlib.Path) -> None:
+    module = ROOT / "generated" / f"{path.stem}.py"
+    constants = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(module.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in ("SCHEMA_CANONICAL", "SCHEMA_FINGERPRINT")
+    }
+    ir = schema(path.read_text(encoding="utf-8"), str(path))
+    assert (ir.canonical, ir.fingerprint) == (
+        constants["SCHEMA_CANONICAL"],
+        constants["SCHEMA_FINGERPRINT"],
+    )
+    assert (
+        parse_canonical(ir.canonical, module=path.stem, source=module.name).canonical
+        == ir.canonical
+    )
+
+
 # -- generated schemas ---------------------------------------------------------------------------
 
 WORDS = st.text(alphabet="abcxyzé _:#'\"", min_size=1, max_size=12)
@@ -275,18 +468,31 @@ DEFAULT_VALUES = {
 }
 
 
+RAW_DTYPES = ["int64", "uint8", "uint64", "float32", "float64", "float16"]
+LIST_SHAPES: list[list[int | None]] = [[], [2], [None], [2, 3], [None, 2], [None, None, 2]]
+RAW_SHAPES: list[list[int | None]] = [[2], [None], [2, None, 3], [None, None]]
+STEP_SHAPES: list[list[int | None]] = [[], [2], [None], [None, 2]]
+
+
 @st.composite
-def feature_specs(draw: st.DrawFn) -> dict[str, Any]:
-    """One feature's fields, leaving out some that have defaults."""
-    dtype = draw(st.sampled_from(sorted(DEFAULT_VALUES)))
-    shapes: list[list[int | None]] = [[], [2], [None], [2, 3], [None, 2]]
-    shape = draw(st.sampled_from(shapes))
+def feature_specs(draw: st.DrawFn, section: str) -> dict[str, Any]:
+    """One feature of ``section`` (features, context or sequence), leaving out some fields that
+    have defaults."""
+    raw = section != "sequence" and draw(st.booleans())
+    if raw:
+        dtype = draw(st.sampled_from(RAW_DTYPES))
+        shape = draw(st.sampled_from(RAW_SHAPES))
+    else:
+        dtype = draw(st.sampled_from(sorted(DEFAULT_VALUES)))
+        shape = draw(st.sampled_from(STEP_SHAPES if section == "sequence" else LIST_SHAPES))
     feature: dict[str, Any] = {"dtype": dtype}
+    if raw:
+        feature["encoding"] = "raw"
     if shape:
         feature["shape"] = shape
     if draw(st.booleans()):
         feature["doc"] = draw(WORDS)
-    if None not in shape and draw(st.booleans()):
+    if section != "sequence" and not raw and None not in shape and draw(st.booleans()):
         size = math.prod(d for d in shape if d is not None)
         values = draw(st.lists(DEFAULT_VALUES[dtype], min_size=size, max_size=size))
         feature["default"] = values if shape else values[0]
@@ -297,15 +503,24 @@ def feature_specs(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def schema_docs(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid schema document as plain data."""
+    """A valid schema document as plain data: Example and SequenceExample records."""
     records = {}
     for name in draw(st.lists(RECORD_NAMES, min_size=1, max_size=3, unique=True)):
-        names = draw(st.lists(FEATURE_NAMES, min_size=1, max_size=4, unique=True))
-        features = {n: draw(feature_specs()) for n in names}
-        for n, feature in features.items():
-            if draw(st.booleans()):
-                feature["key"] = f"{n}/{draw(WORDS)}"
-        records[name] = {"features": features}
+        names = draw(st.lists(FEATURE_NAMES, min_size=1, max_size=5, unique=True))
+        if draw(st.booleans()):
+            sections = {"features": names}
+        else:
+            split = draw(st.integers(0, len(names) - 1))
+            sections = {"context": names[:split], "sequence": names[split:]}
+        record: dict[str, Any] = {}
+        for section, section_names in sections.items():
+            if section_names:
+                features = {n: draw(feature_specs(section)) for n in section_names}
+                for n, feature in features.items():
+                    if draw(st.booleans()):
+                        feature["key"] = f"{n}/{draw(WORDS)}"
+                record[section] = features
+        records[name] = record
     doc: dict[str, Any] = {"version": draw(st.integers(1, 10**6)), "records": records}
     if draw(st.booleans()):
         doc["doc"] = draw(WORDS)
@@ -316,10 +531,15 @@ def _explicit(doc: dict[str, Any]) -> dict[str, Any]:
     """The same document with every feature field that has a default spelled out."""
     explicit = copy.deepcopy(doc)
     for record in explicit["records"].values():
-        for name, feature in record["features"].items():
-            for field, value in (("key", name), ("shape", []), ("optional", False)):
-                feature.setdefault(field, value)
-            feature["encoding"] = "list"
+        for features in record.values():
+            for name, feature in features.items():
+                for field, value in (
+                    ("key", name),
+                    ("shape", []),
+                    ("optional", False),
+                    ("encoding", "list"),
+                ):
+                    feature.setdefault(field, value)
     return explicit
 
 
@@ -337,6 +557,10 @@ def test_generated_schemas_have_one_canonical_form(doc: dict[str, Any]) -> None:
         assert other.canonical == first.canonical and other.fingerprint == first.fingerprint
     back = parse_canonical(first.canonical, module="generated", source="generated.py")
     assert back.canonical == first.canonical
-    assert [f.name for r in back.records for f in r.features] == [
-        name for record in doc["records"].values() for name in record["features"]
+    assert [[f.name for f in r.all_features] for r in back.records] == [
+        [name for features in record.values() for name in features]
+        for record in doc["records"].values()
+    ]
+    assert [r.kind for r in back.records] == [
+        "example" if "features" in record else "sequence" for record in doc["records"].values()
     ]

@@ -14,6 +14,8 @@ from codegen.ir import (
     Location,
     NumericScalar,
     NumericTensor,
+    RaggedTensor,
+    RawTensor,
     SchemaIR,
     StringList,
     StringScalar,
@@ -123,6 +125,12 @@ def test_mnist_schema_lowers_to_the_ir() -> None:
         ("bytes", "[]", StringScalar, "BytesScalar"),
         ("string", "[2, 2]", StringList, "TextList"),
         ("bytes", "[null]", StringList, "BytesList"),
+        ("int64", "[null, null]", RaggedTensor, "RaggedTensor"),
+        ("bool", "[null, null, 2]", RaggedTensor, "RaggedTensor"),
+        ("string", "[null, null]", RaggedTensor, "RaggedStrings"),
+        ("bytes", "[null, null, null]", RaggedTensor, "RaggedStrings"),
+        ("uint8", "[null, null, 3], encoding: raw", RawTensor, "RawTensor"),
+        ("float64", "[2], encoding: raw", RawTensor, "RawTensor"),
     ],
 )
 def test_feature_kind_follows_dtype_and_shape(
@@ -265,7 +273,7 @@ def test_json_schema_documents_every_field() -> None:
     schema = SchemaDoc.model_json_schema()
     feature = schema["$defs"]["FeatureDoc"]
     assert feature["additionalProperties"] is False and feature["required"] == ["dtype"]
-    assert feature["properties"]["dtype"]["enum"] == list(LIST_DTYPES)
+    assert feature["properties"]["dtype"]["enum"] == list(DTYPES)
     for model in (schema, schema["$defs"]["RecordDoc"], feature):
         assert model["description"]
         for name, prop in model["properties"].items():

@@ -18,7 +18,6 @@ NOT_SNAKE = "is not snake_case (a lowercase letter, then lowercase letters, digi
 NOT_CAMEL = (
     "must be CamelCase (a capital letter, then letters and digits), because it becomes a class name"
 )
-NO_SEQUENCE = "SequenceExample records (context/sequence) are not supported yet"
 
 
 def problems(text: str, path: str = "s.yaml") -> list[str]:
@@ -65,8 +64,12 @@ FEATURE_CASES = [
         "dtype uint64 does not fit the list encoding (int64_list holds int64); use dtype int64,"
         " or 'encoding: raw' to keep uint64",
     ),
-    ("{dtype: float64, encoding: raw}", "raw", "encoding 'raw' is not supported yet; use 'list'"),
-    ("{dtype: int64, encoding: raw}", "raw", "encoding 'raw' is not supported yet; use 'list'"),
+    (
+        "{dtype: int64, encoding: raw}",
+        "raw",
+        "encoding 'raw' needs a shape of rank 1 or more; store a scalar with the list encoding"
+        " (remove 'encoding: raw')",
+    ),
     (
         "{dtype: int64, encoding: packed}",
         "packed",
@@ -97,7 +100,8 @@ FEATURE_CASES = [
     (
         "{dtype: int64, shape: [2, null]}",
         "null",
-        "only the first dimension may be null (of unknown length)",
+        "only leading dimensions may be null (of unknown length) with the list encoding, not one"
+        " after a fixed dimension; use 'encoding: raw' for unknown dimensions anywhere",
     ),
     (
         "{dtype: int64, shape: [4294967296, 4294967296]}",
@@ -245,14 +249,14 @@ RECORD_CASES = [
     (
         "{A: {}}",
         "{}",
-        "record 'A' has no features; give 'features' (a tf.train.Example) or 'context'/'sequence'"
-        " (a tf.train.SequenceExample)",
+        "record 'A' has no features; give 'features' (a tf.train.Example) or 'sequence' and"
+        " optionally 'context' (a tf.train.SequenceExample)",
     ),
     (
         "{A: {features: }}",
         "{f",
-        "record 'A' has no features; give 'features' (a tf.train.Example) or 'context'/'sequence'"
-        " (a tf.train.SequenceExample)",
+        "record 'A' has no features; give 'features' (a tf.train.Example) or 'sequence' and"
+        " optionally 'context' (a tf.train.SequenceExample)",
     ),
     ("{A: {features: {}}}", "{}", "'features' of record 'A' must have at least one feature"),
     ("{A: {features: [a]}}", "[", "'features' of record 'A' must be a mapping, got a list"),
@@ -369,7 +373,7 @@ def test_record_problem_is_reported_at_its_position(text: str, marker: str, mess
             "version: 1\nrecords: {A: {doc: x, feature: {a: {dtype: int64}}}}\n",
             [
                 "s.yaml:2:14: record 'A' has no features; give 'features' (a tf.train.Example) or"
-                " 'context'/'sequence' (a tf.train.SequenceExample)",
+                " 'sequence' and optionally 'context' (a tf.train.SequenceExample)",
                 "s.yaml:2:23: unknown field 'feature' in record 'A' (did you mean 'features'?);"
                 " allowed fields: doc, features, context, sequence",
             ],
@@ -379,7 +383,6 @@ def test_record_problem_is_reported_at_its_position(text: str, marker: str, mess
             [
                 "s.yaml:2:46: record 'A' has both 'features' (a tf.train.Example) and 'context'"
                 " (a tf.train.SequenceExample); give one kind",
-                f"s.yaml:2:46: {NO_SEQUENCE}",
             ],
         ),
         ("[1, 2]\n", ["s.yaml:1:1: expected a mapping with 'version' and 'records', got a list"]),
@@ -393,7 +396,7 @@ def test_document_problems(text: str, expected: list[str]) -> None:
     assert problems(text) == expected
 
 
-def test_sequence_example_records_are_modelled_but_not_supported_yet() -> None:
+def test_sequence_and_context_problems_are_reported_with_the_others() -> None:
     text = (
         "version: 1\n"
         "records:\n"
@@ -407,12 +410,11 @@ def test_sequence_example_records_are_modelled_but_not_supported_yet() -> None:
         "      bad: {dtype: float64}\n"
     )
     assert problems(text) == [
-        f"s.yaml:4:5: {NO_SEQUENCE}",
-        f"s.yaml:7:5: {NO_SEQUENCE}",
         "s.yaml:8:7: feature name 'title' is already used in 'context'",
-        "s.yaml:9:51: sequence features take no default",
+        "s.yaml:9:51: TensorFlow rejects a default on a sequence feature; remove it"
+        " ('optional: true' reads a missing feature list as zero steps)",
         "s.yaml:10:20: dtype float64 does not fit the list encoding (float_list holds float32);"
-        " use dtype float32, or 'encoding: raw' to keep float64",
+        " use dtype float32 (sequence features cannot use 'encoding: raw')",
     ]
 
 

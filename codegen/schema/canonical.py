@@ -2,10 +2,13 @@
 
 The canonical form is compact JSON (sorted object keys, ASCII only) of the lowered schema with every
 default made explicit: records and features are lists in schema order, each feature has its
-``key``, ``shape``, ``optional``, ``encoding``, ``doc`` and normalized ``default`` (``null`` when it
-has none). Formatting, comments, quoting, flow or block style and spelling a default out do not
-change it; every semantic change does. Default values are JSON values of their dtype, except
-non-finite floats (``"nan"``, ``"inf"``, ``"-inf"``) and bytes (base64 text).
+``key``, ``shape``, ``optional``, ``encoding`` (``"list"`` or ``"raw"``), ``doc`` and normalized
+``default`` (``null`` when it has none). A tf.train.Example record has ``name``, ``doc`` and
+``features``; a SequenceExample record has ``"kind": "sequence"``, ``context`` (possibly empty) and
+``sequence`` instead of ``features``, so the form of Example records never depends on the other
+kind. Formatting, comments, quoting, flow or block style and spelling a default out do not change
+it; every semantic change does. Default values are JSON values of their dtype, except non-finite
+floats (``"nan"``, ``"inf"``, ``"-inf"``) and bytes (base64 text).
 
 Generated modules embed the canonical form; :func:`parse_canonical` loads it back into the IR.
 """
@@ -18,12 +21,12 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from codegen.errors import Diagnostic, SchemaError
-from codegen.ir import FeatureIR, RecordIR, SchemaIR
+from codegen.ir import FeatureIR, RawTensor, RecordIR, SchemaIR
 from codegen.runtime.dtypes import DTYPES, Kind
 from codegen.schema.loader import MAX_DEPTH, Positions, YamlDocument
 
@@ -35,10 +38,7 @@ def canonical_json(version: int, doc: str | None, records: Sequence[RecordIR]) -
     value = {
         "version": version,
         "doc": doc,
-        "records": [
-            {"name": r.name, "doc": r.doc, "features": [_feature(f) for f in r.features]}
-            for r in records
-        ],
+        "records": [_record(r) for r in records],
     }
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
@@ -50,6 +50,18 @@ def fingerprint(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
+def _record(r: RecordIR) -> dict[str, object]:
+    if r.kind == "example":
+        return {"name": r.name, "doc": r.doc, "features": [_feature(f) for f in r.features]}
+    return {
+        "name": r.name,
+        "doc": r.doc,
+        "kind": r.kind,
+        "context": [_feature(f) for f in r.features],
+        "sequence": [_feature(f) for f in r.sequence],
+    }
+
+
 def _feature(f: FeatureIR) -> dict[str, object]:
     return {
         "name": f.name,
@@ -57,7 +69,7 @@ def _feature(f: FeatureIR) -> dict[str, object]:
         "dtype": f.dtype.name,
         "shape": list(f.shape),
         "optional": f.optional,
-        "encoding": "list",
+        "encoding": "raw" if isinstance(f, RawTensor) else "list",
         "doc": f.doc,
         "default": _encode_default(f.default) if f.has_default else None,
     }
@@ -89,9 +101,15 @@ class _CanonicalFeature(_Strict):
 
 
 class _CanonicalRecord(_Strict):
+    """A record: ``features`` for a tf.train.Example, or ``kind: "sequence"`` with ``context`` and
+    ``sequence`` for a SequenceExample; which fields a kind needs is checked by lowering it."""
+
     name: str
     doc: str | None
-    features: list[_CanonicalFeature]
+    kind: Literal["sequence"] | None = None
+    features: list[_CanonicalFeature] | None = None
+    context: list[_CanonicalFeature] | None = None
+    sequence: list[_CanonicalFeature] | None = None
 
 
 class _CanonicalSchema(_Strict):
@@ -133,10 +151,7 @@ def parse_canonical(text: str, *, module: str, source: str) -> SchemaIR:
         data = {
             "version": schema.version,
             "doc": schema.doc,
-            "records": {
-                r.name: {"doc": r.doc, "features": {f.name: _feature_data(f) for f in r.features}}
-                for r in schema.records
-            },
+            "records": {r.name: _record_data(r) for r in schema.records},
         }
     except _BadDefault as exc:
         raise error(str(exc)) from None
@@ -153,6 +168,16 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 class _BadDefault(Exception):
     """A canonical default value cannot be decoded; the message says why."""
+
+
+def _record_data(r: _CanonicalRecord) -> dict[str, object]:
+    """A canonical record in schema-language form; an empty ``context`` is left out."""
+    data: dict[str, object] = {"doc": r.doc}
+    for section in ("features", "context", "sequence"):
+        features: list[_CanonicalFeature] | None = getattr(r, section)
+        if features is not None and (features or section != "context"):
+            data[section] = {f.name: _feature_data(f) for f in features}
+    return data
 
 
 def _feature_data(f: _CanonicalFeature) -> dict[str, object]:

@@ -14,10 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from codegen.naming import FEATURE_NAME, RECORD_NAME
-from codegen.runtime.dtypes import DTYPES
+from codegen.runtime.dtypes import DTYPES, Kind
 
 LIST_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.list_ok)
 """The dtypes that travel in an Int64List, FloatList or BytesList (the ``list`` encoding)."""
+
+RAW_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.kind in (Kind.INT, Kind.FLOAT))
+"""The dtypes ``encoding: raw`` stores: every integer and float dtype (not bool, string, bytes)."""
 
 SECTIONS = ("features", "context", "sequence")
 """The fields of a record that hold features."""
@@ -44,15 +47,20 @@ class FeatureDoc(_Strict):
     dtype: str = Field(
         description=(
             "The value type. float64, float16 and uint64 do not fit the list encoding: use"
-            " float32 or int64."
+            " float32 or int64, or 'encoding: raw'. bool, string and bytes only use the list"
+            " encoding."
         ),
-        json_schema_extra={"enum": list(LIST_DTYPES)},
+        json_schema_extra={"enum": list(DTYPES)},
     )
     shape: list[int | None] = Field(
         default_factory=list,
         description=(
-            "Dimensions: [] for a scalar, positive integers for fixed sizes; the first dimension"
-            " may be null (any length)."
+            "Dimensions: [] for a scalar, positive integers for fixed sizes, null for a dimension"
+            " of any length. With the list encoding only leading dimensions may be null; two or"
+            " more leading nulls make a ragged tensor (its row lengths are stored in"
+            " '<key>/row_lengths_<d>' features). With 'encoding: raw' the rank is at least 1 and"
+            " any dimension may be null (the shape is then stored in a '<key>/shape' feature). In"
+            " 'sequence' the shape is that of one step and only its first dimension may be null."
         ),
         json_schema_extra={
             "items": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}
@@ -62,22 +70,25 @@ class FeatureDoc(_Strict):
         default=None,
         description=(
             "The value used when the feature is absent from an Example; only for fully known"
-            " shapes. A scalar for shape [], otherwise a nested list matching the shape or a flat"
+            " shapes with the list encoding, and not for 'sequence' features (TensorFlow rejects"
+            " them). A scalar for shape [], otherwise a nested list matching the shape or a flat"
             " list of all values."
         ),
     )
     optional: bool = Field(
         default=False,
         description=(
-            "Whether the feature may be absent (the attribute is then None); not with 'default'."
+            "Whether the feature may be absent (the attribute is then None; a 'sequence' feature"
+            " reads as zero steps); not with 'default'."
         ),
     )
     doc: str | None = Field(default=None, description="Documentation of the attribute.")
     encoding: Literal["list", "raw"] = Field(
         default="list",
         description=(
-            "How values travel: 'list' in an Int64List/FloatList/BytesList ('raw' is not"
-            " supported yet)."
+            "How values travel: 'list' in an Int64List/FloatList/BytesList; 'raw' as one bytes"
+            " value holding the little-endian, row-major tensor (integer and float dtypes, shape of"
+            " rank >= 1, no default; not in 'sequence')."
         ),
     )
 
@@ -85,7 +96,8 @@ class FeatureDoc(_Strict):
 class RecordDoc(_Strict):
     """One record: a tf.train.Example (``features``) or a tf.train.SequenceExample.
 
-    A SequenceExample record has ``context`` and/or ``sequence`` features.
+    A SequenceExample record has ``sequence`` features (its feature lists) and optionally
+    ``context`` features.
     """
 
     doc: str | None = Field(default=None, description="Documentation of the record class.")
@@ -102,14 +114,18 @@ class RecordDoc(_Strict):
         min_length=1,
         json_schema_extra=_FEATURE_NAMES,
         description=(
-            "The context features of a tf.train.SequenceExample record (not supported yet)."
+            "The context features of a tf.train.SequenceExample record (one value per record,"
+            " same feature syntax as 'features'); needs 'sequence'."
         ),
     )
     sequence: dict[str, FeatureDoc] | None = Field(
         default=None,
         min_length=1,
         json_schema_extra=_FEATURE_NAMES,
-        description="The feature lists of a tf.train.SequenceExample record (not supported yet).",
+        description=(
+            "The feature lists of a tf.train.SequenceExample record: one Feature per step, each"
+            " of the feature's shape (the list encoding, no default)."
+        ),
     )
 
 
