@@ -1,0 +1,211 @@
+"""The benchmark suite: a quick run reports every contender, and its data agrees with protobuf."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from codegen.runtime import FeatureInfo, FeatureSpec, wire
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The ``benchmarks`` package, importable from the repository root."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    import benchmarks
+
+    yield benchmarks
+
+
+def _info(name: str, dtype: str, wire_list: str, shape: tuple[int | None, ...]) -> FeatureInfo:
+    fixed = None not in shape
+    return FeatureInfo(name, name, dtype, wire_list, shape, fixed, None, False)
+
+
+def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path: Path) -> None:
+    from benchmarks.contenders import NAMES, VAHIDK_READ
+
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--workloads", "customer"]
+    command += ["--json", str(out_json), "--markdown", str(out_md)]
+    command += ["--data-dir", str(tmp_path / "data")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "customer: verified: same messages and values as protobuf" in done.stderr
+    table = done.stdout
+    for name in NAMES:
+        assert f"    {name}  " in table, f"no row for {name!r} in:\n{table}"
+    for line in ("customer: tfr-gen encode", "customer: tfr-gen decode"):
+        assert f"PASS  {line}" in table or f"FAIL  {line}" in table
+    report = json.loads(out_json.read_text())
+    (customer,) = report["workloads"]
+    assert customer["records"] == 300 and customer["total_bytes"] > 300 * 100
+    rows = {row["contender"]: row for row in customer["rows"]}
+    assert list(rows) == list(NAMES)
+    vahidk_installed = importlib.util.find_spec("tfrecord") is not None
+    for name, row in rows.items():
+        if name == VAHIDK_READ and not vahidk_installed:
+            assert "not installed" in row["skipped"]
+            continue
+        assert row["skipped"] is None, row
+        assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
+    assert [bar["workload"] for bar in report["bars"]] == ["customer", "customer"]
+    assert "| customer | tfr-gen decode |" in out_md.read_text()
+
+
+@pytest.mark.parametrize("name", ["customer", "mnist", "embedding", "image"])
+def test_decode_of_benchmark_data_equals_protobuf_values(
+    bench: ModuleType, tmp_path: Path, name: str
+) -> None:
+    from benchmarks.prepare import prepare, record_values, same_value, verify
+    from benchmarks.workloads import BY_NAME, Skip, load
+
+    workload = BY_NAME[name]
+    cls = load(workload)
+    assert not isinstance(cls, Skip), cls
+    prepared = prepare(workload, cls, 40, tmp_path, seed=3)
+    pb = prepared.protobuf
+    for values, data in zip(prepared.values, prepared.serialized, strict=True):
+        ours = record_values(cls.decode(data), prepared.spec)
+        theirs = pb.access(pb.parse(data))
+        assert ours.keys() == theirs.keys() == values.keys()
+        for key in ours:
+            assert same_value(ours[key], theirs[key]), (key, ours[key], theirs[key])
+    assert verify(prepared).problems == []
+
+
+def test_verify_reports_records_whose_bytes_do_not_match(bench: ModuleType, tmp_path: Path) -> None:
+    from benchmarks.prepare import prepare, verify
+    from benchmarks.workloads import BY_NAME, Skip, load
+
+    workload = BY_NAME["customer"]
+    cls = load(workload)
+    assert not isinstance(cls, Skip), cls
+    prepared = prepare(workload, cls, 3, tmp_path, seed=0)
+    swapped = [prepared.serialized[1], prepared.serialized[0], prepared.serialized[2]]
+    problems = verify(dataclasses.replace(prepared, serialized=swapped)).problems
+    assert [p.split(":")[0] for p in problems] == ["customer record 0"] * 2 + [
+        "customer record 1"
+    ] * 2
+    assert "another message than protobuf builds" in problems[0]
+
+
+def test_same_value_tells_dtype_shape_and_type_apart(bench: ModuleType) -> None:
+    from benchmarks.prepare import same_value
+
+    a = np.arange(4, dtype=np.int64)
+    assert same_value(a, a.copy())
+    assert not same_value(a, a.astype(np.int32))
+    assert not same_value(a, a.reshape(2, 2))
+    assert not same_value(a, a.tolist())
+    assert not same_value(1, 1.0)
+    assert same_value(["a", "b"], ["a", "b"]) and not same_value(["a"], ["a", "b"])
+
+
+def test_missing_or_mismatched_modules_are_skipped(bench: ModuleType) -> None:
+    from benchmarks.workloads import BY_NAME, Skip, load, mnist_values
+
+    customer = BY_NAME["customer"]
+    missing = load(dataclasses.replace(customer, module="no_such_generated_module"))
+    assert missing == Skip("generated/no_such_generated_module.py does not exist yet")
+    no_class = load(dataclasses.replace(customer, record="Nope"))
+    assert no_class == Skip("generated/customer.py has no record class Nope")
+    mismatched = load(dataclasses.replace(customer, make_values=mnist_values))
+    assert (
+        isinstance(mismatched, Skip)
+        and "the workload builds ['image', 'label']" in mismatched.reason
+    )
+
+
+def test_protobuf_sequence_example_matches_the_wire_codec(bench: ModuleType) -> None:
+    from benchmarks.protobuf_path import ProtobufPath
+
+    spec = FeatureSpec(
+        "Tagged",
+        (
+            _info("length", "int64", "int64_list", ()),
+            _info("tokens", "int64", "int64_list", ()),
+            _info("words", "string", "bytes_list", ()),
+        ),
+    )
+    pb = ProtobufPath(spec, sequence=("tokens", "words"))
+    words = ["a", "bb", "é"]
+    values = {"length": 3, "tokens": np.array([5, 300, 7], np.int64), "words": words}
+    expected = wire.sequence_example(
+        [wire.map_entry(wire.key_field("length"), wire.int64_scalar_feature(3))],
+        [
+            wire.feature_list_entry(
+                wire.key_field("tokens"), [wire.int64_scalar_feature(t) for t in (5, 300, 7)]
+            ),
+            wire.feature_list_entry(
+                wire.key_field("words"),
+                [wire.bytes_scalar_feature(w.encode()) for w in words],
+            ),
+        ],
+    )
+    data = pb.build(values).SerializeToString(deterministic=True)
+    assert data == expected
+    back = pb.access(pb.parse(data))
+    assert back["length"] == 3 and back["words"] == ["a", "bb", "é"]
+    assert back["tokens"].dtype == np.int64 and back["tokens"].tolist() == [5, 300, 7]
+
+
+def test_protobuf_raw_tensors_round_trip_with_their_shape(bench: ModuleType) -> None:
+    from benchmarks.protobuf_path import ProtobufPath
+
+    fixed = _info("pixels", "uint8", "bytes_list", (2, 3))
+    ragged = _info("heights", "float16", "bytes_list", (None, 2))
+    pb = ProtobufPath(FeatureSpec("Raw", (fixed, ragged)))
+    values: dict[str, np.ndarray[Any, Any]] = {
+        "pixels": np.arange(6, dtype=np.uint8).reshape(2, 3),
+        "heights": np.array([[1.5, -2.0], [0.25, 8.0], [3.0, 4.0]], np.float16),
+    }
+    message = pb.build(values)
+    assert message.features.feature["pixels"].bytes_list.value == [bytes(range(6))]
+    assert list(message.features.feature["heights/shape"].int64_list.value) == [3, 2]
+    back = pb.access(pb.parse(message.SerializeToString()))
+    for key, array in values.items():
+        assert back[key].dtype == array.dtype and np.array_equal(back[key], array)
+
+
+def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
+    from benchmarks.bars import evaluate
+    from benchmarks.contenders import PROTOBUF_BUILD, PROTOBUF_PARSE, TFRGEN_DECODE, TFRGEN_ENCODE
+    from benchmarks.report import RunReport, format_markdown, format_text
+    from benchmarks.results import Row, WorkloadResult
+
+    rows = (
+        Row("encode", TFRGEN_ENCODE, (1.0, 9.0, 2.0)),
+        Row("encode", PROTOBUF_BUILD, (4.0, 4.0, 5.0)),
+        Row("decode", TFRGEN_DECODE, (2.0, 2.0, 2.0)),
+        Row("decode", PROTOBUF_PARSE, (3.0, 3.0, 3.0)),
+        Row("read", "vahidk tfrecord_loader", skipped="not installed here"),
+    )
+    result = WorkloadResult("customer", "mixed", "Customer", 1000, 2_000_000, rows, 1000)
+    assert result.ratio(rows[0]) == 2.0 and result.records_per_s(rows[0]) == 500.0
+    assert result.mb_per_s(rows[1]) == 0.5 and result.ratio(rows[4]) is None
+    bars = evaluate([result])
+    assert [(b.contender, b.ratio, b.verdict) for b in bars] == [
+        (TFRGEN_ENCODE, 2.0, "PASS"),
+        (TFRGEN_DECODE, 1.5, "PASS"),
+    ]
+    skipped = WorkloadResult("sequence", "steps", "Sequence", 0, 0, (), skipped="no module")
+    report = RunReport({"cpu": "test"}, {"mode": "test"}, (result, skipped), tuple(bars))
+    text = format_text(report)
+    assert "2.00x" in text and "skipped: not installed here" in text
+    assert "skipped: sequence: no module" in text
+    assert "PASS  customer: tfr-gen encode 2.00x protobuf build+serialize (bar >= 1.5x)" in text
+    markdown = format_markdown(report)
+    assert "| customer | protobuf build+serialize | 250 | 0.5 | baseline |" in markdown
