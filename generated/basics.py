@@ -87,7 +87,10 @@ class Basics:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        features = _rt.parse_example(data)
+        try:
+            features = _rt.parse_example(data)
+        except _rt.RecordError as exc:
+            raise _rt.RecordError("Basics: " + str(exc)) from None
         self = object.__new__(cls)
         self.my_ints = _Basics_my_ints.decode(features)
         self.my_float = _Basics_my_float.decode(features)

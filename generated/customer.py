@@ -125,7 +125,10 @@ class Customer:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        features = _rt.parse_example(data)
+        try:
+            features = _rt.parse_example(data)
+        except _rt.RecordError as exc:
+            raise _rt.RecordError("Customer: " + str(exc)) from None
         self = object.__new__(cls)
         self.age = _Customer_age.decode(features)
         self.movie = _Customer_movie.decode(features)

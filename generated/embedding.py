@@ -79,7 +79,10 @@ class Embedding:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        features = _rt.parse_example(data)
+        try:
+            features = _rt.parse_example(data)
+        except _rt.RecordError as exc:
+            raise _rt.RecordError("Embedding: " + str(exc)) from None
         self = object.__new__(cls)
         self.label = _Embedding_label.decode(features)
         self.embedding = _Embedding_embedding.decode(features)

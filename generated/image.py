@@ -87,7 +87,10 @@ class Image:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        features = _rt.parse_example(data)
+        try:
+            features = _rt.parse_example(data)
+        except _rt.RecordError as exc:
+            raise _rt.RecordError("Image: " + str(exc)) from None
         self = object.__new__(cls)
         self.label = _Image_label.decode(features)
         self.image = _Image_image.decode(features)

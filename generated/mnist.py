@@ -78,7 +78,10 @@ class Digit:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        features = _rt.parse_example(data)
+        try:
+            features = _rt.parse_example(data)
+        except _rt.RecordError as exc:
+            raise _rt.RecordError("Digit: " + str(exc)) from None
         self = object.__new__(cls)
         self.label = _Digit_label.decode(features)
         self.image = _Digit_image.decode(features)

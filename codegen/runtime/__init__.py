@@ -3,6 +3,7 @@
 It depends only on numpy, protobuf and crc32c; TensorFlow is imported lazily by the ``tf_*`` helpers.
 """
 
+from codegen.errors import DataError, RecordError
 from codegen.runtime import proto
 from codegen.runtime.dtypes import (
     BOOL,
@@ -46,10 +47,11 @@ from codegen.runtime.records import (
     arrays_equal,
     message_bytes,
     read_decoded,
-    tf_feature_spec,
     values_equal,
 )
-from codegen.runtime.tfcompat import tf_parse_example
+from codegen.runtime.sequences import SequenceRagged, SequenceStrings, SequenceTensor
+from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
+from codegen.runtime.tfcompat import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
 from codegen.runtime.tfrecord import (
     Compression,
     SkippedSpan,
@@ -82,6 +84,8 @@ __all__ = [
     "BytesList",
     "BytesScalar",
     "Codec",
+    "DataError",
+    "RecordError",
     "Compression",
     "CompressionArg",
     "DType",
@@ -94,7 +98,13 @@ __all__ = [
     "NumericTensor",
     "PathLike",
     "ProtoMessage",
+    "RaggedStrings",
+    "RaggedTensor",
+    "RawTensor",
     "SequenceExampleMessage",
+    "SequenceRagged",
+    "SequenceStrings",
+    "SequenceTensor",
     "SkippedSpan",
     "TFRecordReader",
     "TFRecordWriter",
@@ -113,6 +123,7 @@ __all__ = [
     "sequence_example",
     "tf_feature_spec",
     "tf_parse_example",
+    "tf_parse_sequence_example",
     "values_equal",
     "write_tfrecord",
 ]
