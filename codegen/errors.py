@@ -5,6 +5,7 @@ Every error tfr-gen raises on bad input is a :class:`TfrGenError`, which is a ``
 * :class:`SchemaError` -- a schema file is invalid; carries every diagnostic (``path:line:col: message``).
 * :class:`RecordError` -- a value does not fit its record (construction, ``encode``, ``decode``).
 * :class:`DataError` -- a TFRecord file is corrupt or truncated; names the file, record index and byte offset.
+* :class:`SchemaMismatchError` -- data was written with a schema the reader cannot read (names every change).
 
 :class:`MissingExtraError` (an ``ImportError``) says which optional extra to install.
 """
@@ -13,6 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codegen.compat import Change
 
 
 class TfrGenError(ValueError):
@@ -61,3 +66,15 @@ class DataError(TfrGenError):
 
 class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the extra that provides it."""
+
+
+class SchemaMismatchError(TfrGenError):
+    """Data was written with a schema its reader cannot read safely.
+
+    ``changes`` holds every change from the writer's record to the reader's
+    (:class:`codegen.compat.Change`); the message names each one and whether it blocks reading.
+    """
+
+    def __init__(self, message: str, changes: Sequence[Change]) -> None:
+        self.changes = tuple(changes)
+        super().__init__(message)

@@ -183,7 +183,7 @@ def render_source(schema: SchemaIR, *, command: str) -> str:
     env = environment()
     imports = Imports()
     record_template = env.get_template("record.py.jinja")
-    body = "\n\n".join(record_template.render(rec=rec, imports=imports, Kind=Kind) for rec in schema.records)
+    body = "\n\n".join(record_template.render(rec=rec, schema=schema, imports=imports) for rec in schema.records)
     exports = sorted(["SCHEMA_CANONICAL", "SCHEMA_FINGERPRINT", "SCHEMA_VERSION", *(r.name for r in schema.records)])
     return env.get_template("module.py.jinja").render(
         schema=schema,

@@ -36,6 +36,9 @@ _Image_CODECS = (
     _Image_image,
     _Image_shape,
 )
+_Image_SCHEMA = _rt.SchemaInfo(
+    "image", "Image", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
+)
 
 
 @_dc.dataclass(init=False, eq=False, slots=True)
@@ -146,3 +149,51 @@ class Image:
     ) -> _Iterator[_Self]:
         """Read and decode every record of a TFRecord file, checking both CRCs of each."""
         return _rt.read_decoded(path, cls.decode, compression=compression)
+
+    @classmethod
+    def write_dataset(
+        cls,
+        directory: _rt.PathLike,
+        records: _Iterable[_Self],
+        *,
+        shards: int | None = None,
+        max_records_per_shard: int | None = None,
+        compression: _rt.Compression = "gzip",
+        prefix: str | None = None,
+        overwrite: bool = False,
+    ) -> _rt.Manifest:
+        """Write records as shards ``<prefix>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema."""
+        return _rt.write_dataset(
+            directory,
+            (r.encode() for r in records),
+            schema=_Image_SCHEMA,
+            shards=shards,
+            max_records_per_shard=max_records_per_shard,
+            compression=compression,
+            prefix=prefix,
+            overwrite=overwrite,
+        )
+
+    @classmethod
+    def read_dataset(
+        cls,
+        directory: _rt.PathLike,
+        *,
+        check_schema: bool = True,
+        prefix: str | None = None,
+    ) -> _Iterator[_Self]:
+        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read."""
+        return _rt.read_dataset(
+            directory,
+            cls.decode,
+            schema=_Image_SCHEMA,
+            check_schema=check_schema,
+            prefix=prefix,
+        )
+
+    @classmethod
+    def dataset_manifest(
+        cls, directory: _rt.PathLike, *, prefix: str | None = None
+    ) -> _rt.Manifest:
+        """The dataset's manifest: schema, shards, record counts and sizes (no scanning)."""
+        return _rt.load_manifest(directory, prefix)

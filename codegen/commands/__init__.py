@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from codegen.commands import generate
+from codegen.commands import cat, diff, generate, index, infer, jsonschema, stats, validate
 
-COMMANDS: tuple[ModuleType, ...] = (generate,)
+COMMANDS: tuple[ModuleType, ...] = (generate, diff, infer, validate, cat, stats, index, jsonschema)

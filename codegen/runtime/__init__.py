@@ -5,6 +5,7 @@ It depends only on numpy, protobuf and crc32c; TensorFlow is imported lazily by 
 
 from codegen.errors import DataError, RecordError
 from codegen.runtime import proto
+from codegen.runtime.dataset import Manifest, SchemaInfo, ShardInfo, load_manifest, read_dataset, write_dataset
 from codegen.runtime.dtypes import (
     BOOL,
     BYTES,
@@ -64,6 +65,12 @@ from codegen.runtime.tfrecord import (
 from codegen.runtime.wire import example, parse_example, parse_sequence_example, sequence_example
 
 __all__ = [
+    "Manifest",
+    "SchemaInfo",
+    "ShardInfo",
+    "load_manifest",
+    "read_dataset",
+    "write_dataset",
     "BOOL",
     "BYTES",
     "DTYPES",

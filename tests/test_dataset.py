@@ -1,0 +1,331 @@
+"""Sharded datasets with a manifest: layout, order, atomicity, overwrite rules, manifest checks and
+schema checks between the writer's and the reader's generated modules."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from codegen.compat import ChangeKind
+from codegen.errors import DataError, SchemaMismatchError, TfrGenError
+from codegen.render import render
+from codegen.runtime.dataset import (
+    MANIFEST_SUFFIX,
+    SchemaInfo,
+    default_prefix,
+    load_manifest,
+    read_dataset,
+    write_dataset,
+)
+from codegen.runtime.tfrecord import read_tfrecord
+from codegen.schema import parse_schema
+
+V1 = textwrap.dedent(
+    """\
+    version: 1
+    records:
+      DatasetItem:
+        features:
+          id: {dtype: int32}
+          name: {dtype: string}
+    """
+)
+V2 = V1.replace("version: 1", "version: 2").replace("int32", "int64") + (
+    "      score: {dtype: float32, default: 0.5}\n"
+)
+V3 = V1.replace("version: 1", "version: 3").replace(
+    "{dtype: string}", "{key: title, dtype: string}"
+) + ("      label: {dtype: int64}\n")
+RENAMED = V1.replace("DatasetItem:", "Item:")
+
+
+def _import(tmp: Path, name: str, text: str) -> ModuleType:
+    path = tmp / f"{name}.py"
+    path.write_text(render(parse_schema(text, f"{name}.yaml"), command="tfr-gen"))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ModuleType]]:
+    tmp = tmp_path_factory.mktemp("dataset_modules")
+    texts = {"dataset_v1": V1, "dataset_v2": V2, "dataset_v3": V3, "dataset_renamed": RENAMED}
+    modules = {name: _import(tmp, name, text) for name, text in texts.items()}
+    yield modules
+    for name in modules:
+        del sys.modules[name]
+
+
+def info(module: ModuleType, record: str = "DatasetItem") -> SchemaInfo:
+    return SchemaInfo(
+        module.__name__,
+        record,
+        module.SCHEMA_VERSION,
+        module.SCHEMA_FINGERPRINT,
+        module.SCHEMA_CANONICAL,
+    )
+
+
+def items(module: ModuleType, n: int) -> list[Any]:
+    return [module.DatasetItem(id=i, name=f"item {i}") for i in range(n)]
+
+
+def write(module: ModuleType, directory: Path, records: list[Any], **options: Any) -> Any:
+    return write_dataset(directory, (r.encode() for r in records), schema=info(module), **options)
+
+
+def read(
+    module: ModuleType, directory: Path, record: str = "DatasetItem", **options: Any
+) -> list[Any]:
+    cls = getattr(module, record)
+    return list(read_dataset(directory, cls.decode, schema=info(module, record), **options))
+
+
+def test_shards_hold_contiguous_runs_and_the_manifest_describes_them(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    v1 = versions["dataset_v1"]
+    records = items(v1, 10)
+    manifest = write(v1, tmp_path, records, shards=3)
+    names = [f"dataset_item-{i:05d}-of-00003.tfrecord.gz" for i in range(3)]
+    assert sorted(os.listdir(tmp_path)) == sorted([*names, "dataset_item.manifest.json"])
+    assert [s.records for s in manifest.shards] == [4, 3, 3] and manifest.record_count == 10
+    shard_ids = [[v1.DatasetItem.decode(d).id for d in read_tfrecord(p)] for p in manifest.paths]
+    assert shard_ids == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    data = json.loads((tmp_path / "dataset_item.manifest.json").read_text())
+    assert (
+        data["module"] == "dataset_v1" and data["record"] == "DatasetItem" and data["version"] == 1
+    )
+    assert data["fingerprint"] == v1.SCHEMA_FINGERPRINT and data["compression"] == "gzip"
+    assert data["schema"] == json.loads(v1.SCHEMA_CANONICAL) and data["record_count"] == 10
+    assert data["shards"] == [
+        {"file": name, "records": n, "bytes": (tmp_path / name).stat().st_size}
+        for name, n in zip(names, [4, 3, 3], strict=True)
+    ]
+    assert load_manifest(tmp_path) == manifest
+    assert read(v1, tmp_path) == records
+
+
+@pytest.mark.parametrize(
+    ("count", "per_shard", "expected"),
+    [(10, 4, [4, 4, 2]), (8, 4, [4, 4]), (0, 4, [0]), (3, None, [3])],
+)
+def test_streaming_shards_by_size(
+    versions: dict[str, ModuleType],
+    tmp_path: Path,
+    count: int,
+    per_shard: int | None,
+    expected: list[int],
+) -> None:
+    v1 = versions["dataset_v1"]
+    records = items(v1, count)
+    manifest = write(v1, tmp_path, records, max_records_per_shard=per_shard, compression=None)
+    assert [s.records for s in manifest.shards] == expected
+    assert all(s.file.endswith(f"-of-{len(expected):05d}.tfrecord") for s in manifest.shards)
+    assert read(v1, tmp_path) == records
+
+
+def test_more_shards_than_records_leaves_some_empty(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    v1 = versions["dataset_v1"]
+    manifest = write(v1, tmp_path, items(v1, 2), shards=4, compression="zlib", prefix="tiny")
+    assert [s.records for s in manifest.shards] == [1, 1, 0, 0]
+    assert manifest.shards[3].file == "tiny-00003-of-00004.tfrecord.zlib"
+    assert [r.id for r in read(v1, tmp_path)] == [0, 1]
+
+
+def test_a_compatible_newer_reader_reads_the_dataset(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    write(versions["dataset_v1"], tmp_path, items(versions["dataset_v1"], 5), shards=2)
+    got = read(versions["dataset_v2"], tmp_path)
+    assert [(r.id, r.name, r.score) for r in got] == [(i, f"item {i}", 0.5) for i in range(5)]
+
+
+def test_a_breaking_reader_is_refused_naming_every_change(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    write(versions["dataset_v1"], tmp_path, items(versions["dataset_v1"], 5), shards=2)
+    v3 = versions["dataset_v3"]
+    with pytest.raises(SchemaMismatchError) as caught:
+        read_dataset(tmp_path, v3.DatasetItem.decode, schema=info(v3))  # refused before iterating
+    error = caught.value
+    assert [c.kind for c in error.changes] == [ChangeKind.KEY_CHANGED, ChangeKind.FEATURE_ADDED]
+    message = str(error)
+    assert "was written as dataset_v1.DatasetItem (version 1" in message
+    assert "which dataset_v3.DatasetItem (version 3" in message and "2 of 2 change(s)" in message
+    assert "breaking (blocks reading): records.DatasetItem.features.name.key" in message
+    assert "forward (blocks reading): records.DatasetItem.features.label" in message
+    with pytest.raises(DataError) as unchecked:  # without the check, the first record fails
+        read(v3, tmp_path, check_schema=False)
+    assert unchecked.value.index == 0 and unchecked.value.path.endswith(
+        "-00000-of-00002.tfrecord.gz"
+    )
+    assert "required feature is missing" in str(unchecked.value)
+
+
+def test_a_renamed_record_reads_the_only_dataset_of_the_directory(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    write(versions["dataset_v1"], tmp_path, items(versions["dataset_v1"], 3))
+    got = read(versions["dataset_renamed"], tmp_path, record="Item")
+    assert [r.id for r in got] == [0, 1, 2]
+
+
+def test_an_existing_dataset_is_only_replaced_with_overwrite(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    v1 = versions["dataset_v1"]
+    write(v1, tmp_path, items(v1, 9), shards=3)
+    with pytest.raises(TfrGenError, match="prefix 'dataset_item' already exists.*overwrite=True"):
+        write(v1, tmp_path, items(v1, 1))
+    manifest = write(v1, tmp_path, items(v1, 2), shards=2, overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [*(s.file for s in manifest.shards), "dataset_item.manifest.json"]
+    )
+    assert [r.id for r in read(v1, tmp_path)] == [0, 1]
+    write(v1, tmp_path, items(v1, 1), prefix="other")  # another prefix is another dataset
+    with pytest.raises(TfrGenError, match="2 datasets \\(dataset_item, other\\); pass prefix="):
+        load_manifest(tmp_path)
+    assert load_manifest(tmp_path, "other").record_count == 1
+
+
+def test_shards_without_a_manifest_block_writing(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    v1 = versions["dataset_v1"]
+    manifest = write(v1, tmp_path, items(v1, 2))
+    Path(manifest.path).unlink()  # as if the writer had died before its last step
+    with pytest.raises(TfrGenError, match="no such manifest.*did not finish"):
+        read(v1, tmp_path, prefix="dataset_item")
+    with pytest.raises(TfrGenError, match="already exists \\(dataset_item-00000-of-00001"):
+        write(v1, tmp_path, items(v1, 2))
+    write(v1, tmp_path, items(v1, 2), overwrite=True)
+    assert len(read(v1, tmp_path)) == 2
+
+
+def test_a_failed_write_leaves_no_files_and_the_old_dataset_intact(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    v1 = versions["dataset_v1"]
+    write(v1, tmp_path, items(v1, 3))
+    before = sorted(os.listdir(tmp_path))
+
+    def failing() -> Iterator[bytes]:
+        for record in items(v1, 5):
+            yield record.encode()
+        raise RuntimeError("source failed")
+
+    with pytest.raises(RuntimeError, match="source failed"):
+        write_dataset(tmp_path, failing(), schema=info(v1), max_records_per_shard=2, overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == before
+    assert [r.id for r in read(v1, tmp_path)] == [0, 1, 2]
+
+
+def _edit_manifest(directory: Path, **changes: Any) -> None:
+    path = directory / ("dataset_item" + MANIFEST_SUFFIX)
+    data = json.loads(path.read_text())
+    for name, value in changes.items():
+        data[name] = value(data[name]) if callable(value) else value
+    path.write_text(json.dumps(data))
+
+
+def test_shards_are_checked_against_the_manifest(
+    versions: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    v1 = versions["dataset_v1"]
+    manifest = write(v1, tmp_path, items(v1, 4), shards=2, compression=None)
+    first = Path(manifest.paths[0])
+    first.write_bytes(first.read_bytes()[:-1])
+    with pytest.raises(TfrGenError, match="has .* bytes but the manifest lists"):
+        read(v1, tmp_path)
+    write(v1, tmp_path, items(v1, 4), shards=2, compression=None, overwrite=True)
+
+    def counts(first: int, second: int) -> Any:
+        def edit(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            shards[0]["records"], shards[1]["records"] = first, second
+            return shards
+
+        return edit
+
+    _edit_manifest(tmp_path, shards=counts(3, 1))
+    with pytest.raises(DataError, match="ends after 2 records; its manifest lists 3") as short:
+        read(v1, tmp_path)
+    assert short.value.index == 2
+    _edit_manifest(tmp_path, shards=counts(1, 3))
+    with pytest.raises(DataError, match="more records than the 1 its manifest lists") as long:
+        read(v1, tmp_path)
+    assert long.value.index == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"format": "other"}, "not a tfr-gen dataset manifest"),
+        ({"format_version": 2}, "format version 2 is not supported"),
+        ({"fingerprint": "0" * 64}, "does not match fingerprint 0000000000000000"),
+        ({"record": "Missing"}, "has no record 'Missing'"),
+        ({"version": "1"}, "'version' must be an integer"),
+        ({"compression": "bz2"}, "unknown compression 'bz2'"),
+        ({"record_count": 5}, "'record_count' is not the sum"),
+        ({"shards": []}, "'shards' must be a non-empty list"),
+        ({"shards": [{"file": "../x", "records": 2, "bytes": 1}]}, "file '../x' should be"),
+    ],
+)
+def test_malformed_manifests_are_errors(
+    versions: dict[str, ModuleType], tmp_path: Path, edit: dict[str, Any], message: str
+) -> None:
+    v1 = versions["dataset_v1"]
+    write(v1, tmp_path, items(v1, 2))
+    _edit_manifest(tmp_path, **edit)
+    with pytest.raises(TfrGenError, match=message):
+        load_manifest(tmp_path)
+
+
+def test_manifest_errors_for_missing_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(TfrGenError, match="no dataset manifest"):
+        load_manifest(tmp_path)
+    (tmp_path / "x.manifest.json").write_text("{not json")
+    with pytest.raises(TfrGenError, match="cannot read the manifest"):
+        load_manifest(tmp_path)
+    with pytest.raises(TfrGenError, match="cannot list the dataset directory"):
+        load_manifest(tmp_path / "absent")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"shards": 0}, "shards must be a positive int"),
+        ({"max_records_per_shard": True}, "max_records_per_shard must be a positive int"),
+        ({"shards": 2, "max_records_per_shard": 2}, "not both"),
+        ({"compression": "bz2"}, "unknown dataset compression 'bz2'"),
+        ({"prefix": "a/b"}, "invalid dataset prefix 'a/b'"),
+        ({"prefix": ".hidden"}, "invalid dataset prefix"),
+    ],
+)
+def test_write_arguments_are_checked(
+    versions: dict[str, ModuleType], tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TfrGenError, match=message):
+        write(versions["dataset_v1"], tmp_path, [], **options)
+    assert os.listdir(tmp_path) == []
+
+
+def test_default_prefix_is_the_record_name_in_snake_case() -> None:
+    assert default_prefix("Customer") == "customer"
+    assert default_prefix("MovieRating") == "movie_rating"
+    assert default_prefix("HTTPLog2Go") == "http_log2_go"
