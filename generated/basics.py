@@ -197,3 +197,11 @@ class Basics:
     ) -> _rt.Manifest:
         """The dataset's manifest: schema, shards, record counts and sizes (no scanning)."""
         return _rt.load_manifest(directory, prefix)
+
+    @classmethod
+    def indexed(
+        cls, path: _rt.PathLike, *, index: _rt.PathLike | None = None
+    ) -> _rt.IndexedRecords[_Self]:
+        """Random access to an uncompressed TFRecord file: ``len()`` and ``records[i]``, by its index
+        (``tfr-gen index``), or by a scan when it has none."""
+        return _rt.IndexedRecords(path, cls.decode, index=index)

@@ -26,6 +26,7 @@ from codegen.runtime.dtypes import (
     Kind,
     Wire,
 )
+from codegen.runtime.indexed import IndexedReader, IndexedRecords
 from codegen.runtime.featureinfo import FeatureInfo, FeatureSpec
 from codegen.runtime.features import (
     NO_DEFAULT,
@@ -65,6 +66,8 @@ from codegen.runtime.tfrecord import (
 from codegen.runtime.wire import example, parse_example, parse_sequence_example, sequence_example
 
 __all__ = [
+    "IndexedReader",
+    "IndexedRecords",
     "Manifest",
     "SchemaInfo",
     "ShardInfo",

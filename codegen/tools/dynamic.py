@@ -1,0 +1,115 @@
+"""Decoding records by schema at run time, without writing a module.
+
+:class:`DynamicRecord` builds one runtime codec per feature of a record's IR, exactly as a generated
+module does at import (``_rt.IntScalar("Customer", "age", "Age", _rt.INT64, ())``), so decoding
+follows the same rules and raises the same errors as the generated class's ``decode``. Values come
+back as a dict from attribute name to value, in schema order. A SequenceExample record reads its
+context features from the context and its sequence features from the feature lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from codegen import runtime
+from codegen.errors import TfrGenError
+from codegen.ir import FeatureIR, RecordIR, SchemaIR
+from codegen.runtime.features import NO_DEFAULT, Codec
+from codegen.runtime.wire import parse_example, parse_sequence_example
+from codegen.schema import load_schema
+
+__all__ = ["DynamicRecord", "build_codec", "load_record", "select_record"]
+
+Features = Mapping[bytes, tuple[int, bytes]]
+"""What :func:`~codegen.runtime.wire.parse_example` returns: key -> (list kind, list body)."""
+FeatureLists = Mapping[bytes, list[tuple[int, bytes]]]
+"""The feature lists of a SequenceExample: key -> (list kind, list body) per step."""
+
+
+def build_codec(record: RecordIR, feature: FeatureIR) -> Codec[Any]:
+    """The runtime codec a generated module builds for ``feature`` of ``record``.
+
+    :class:`TfrGenError` when this runtime has no codec class for the feature's kind.
+    """
+    codec_class: Any = getattr(runtime, feature.codec, None)
+    if codec_class is None:
+        raise TfrGenError(
+            f"{record.name}.{feature.name}: features of shape {list(feature.shape)} need the"
+            f" runtime codec {feature.codec}, which this version of tfr-gen does not have"
+        )
+    if feature.dtype.numeric and getattr(codec_class, "__parameters__", None):
+        codec_class = codec_class[feature.dtype.numpy.type]  # as generated: NumericTensor[np.int64]
+    codec: Codec[Any] = codec_class(
+        record.name,
+        feature.name,
+        feature.key,
+        feature.dtype,
+        feature.shape,
+        default=feature.default if feature.has_default else NO_DEFAULT,
+        optional=feature.optional,
+    )
+    return codec
+
+
+class DynamicRecord:
+    """The decoding side of one record class, built at run time from its IR.
+
+    ``codecs`` holds the codecs of ``record.features`` (an Example's features, or a
+    SequenceExample's context), ``sequence_codecs`` those of ``record.sequence``; both in schema
+    order.
+    """
+
+    def __init__(self, record: RecordIR) -> None:
+        self.record = record
+        self.name = record.name
+        self.is_sequence = record.kind == "sequence"
+        self.codecs = tuple(build_codec(record, f) for f in record.features)
+        # Sequence codecs decode feature lists (key -> one feature per step), not features.
+        self.sequence_codecs: tuple[Any, ...] = tuple(
+            build_codec(record, f) for f in record.sequence
+        )
+
+    def parse(self, data: bytes) -> tuple[Features, FeatureLists]:
+        """The features (or context) and feature lists of serialized record bytes."""
+        if self.is_sequence:
+            return parse_sequence_example(data)
+        return parse_example(data), {}
+
+    def decode(self, data: bytes) -> dict[str, object]:
+        """Attribute -> value of serialized record bytes, as the generated ``decode`` reads them.
+
+        :class:`~codegen.errors.RecordError` for malformed bytes or the first feature that does not
+        fit its declaration.
+        """
+        features, lists = self.parse(data)
+        values = {codec.name: self.decode_feature(codec, features) for codec in self.codecs}
+        values.update((codec.name, codec.decode(lists)) for codec in self.sequence_codecs)
+        return values
+
+    @staticmethod
+    def decode_feature(codec: Codec[Any], features: Features) -> object:
+        """One feature's value from ``parse_example``'s dict (``None`` for an absent optional)."""
+        return codec.decode_optional(features) if codec.optional else codec.decode(features)
+
+
+def select_record(schema: SchemaIR, name: str | None) -> RecordIR:
+    """The record ``name`` of ``schema``, or its only record when ``name`` is ``None``."""
+    names = ", ".join(r.name for r in schema.records)
+    if name is None:
+        if len(schema.records) == 1:
+            return schema.records[0]
+        raise TfrGenError(f"{schema.source} has several records ({names}); name one with --record")
+    for record in schema.records:
+        if record.name == name:
+            return record
+    raise TfrGenError(f"{schema.source} has no record {name!r}; its records: {names}")
+
+
+def load_record(schema_path: str, name: str | None) -> DynamicRecord:
+    """The :class:`DynamicRecord` of record ``name`` (or the only one) of the schema file.
+
+    :class:`~codegen.errors.SchemaError` when the schema is invalid.
+    """
+    return DynamicRecord(select_record(load_schema(Path(schema_path)), name))

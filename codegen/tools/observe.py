@@ -1,0 +1,249 @@
+"""What the records of a data set hold, key by key, without a schema (for ``infer``, ``stats``).
+
+Every record is read as a ``tf.train.SequenceExample`` (an ``Example`` reads as one whose context
+is its ``features`` and that has no feature lists). :class:`Observation` keeps, per context key and
+per feature-list key, a :class:`KeyObservation`: in how many records the key appears, which list
+kinds it holds, how many values per feature, numeric ranges and sums, and for bytes whether all are
+UTF-8 and how many there are of each length.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from codegen.errors import RecordError
+from codegen.runtime.dtypes import Wire
+from codegen.runtime.wire import (
+    decode_bytes_list,
+    decode_float_list,
+    decode_int64_list,
+    parse_example,
+    parse_sequence_example,
+)
+
+__all__ = ["KeyObservation", "Observation", "parse_record"]
+
+FeatureValue = tuple[int, bytes]
+"""A parsed ``Feature``: (list kind, list body), as the wire parser gives it (kind 0: no list)."""
+Values = list[bytes] | NDArray[np.int64] | NDArray[np.float32] | None
+"""The decoded values of one ``Feature``: bytes, numbers, or ``None`` when it holds no list."""
+
+_BATCH = 1 << 16
+"""How many numbers of a key wait before they are reduced together."""
+
+
+def parse_record(
+    data: bytes,
+) -> tuple[dict[bytes, FeatureValue], dict[bytes, list[FeatureValue]]]:
+    """The features (an Example's, or a SequenceExample's context) and feature lists of a record.
+
+    Bytes that parse as an Example but not as a SequenceExample are an Example; bytes that parse
+    as neither raise the Example parser's :class:`RecordError`.
+    """
+    try:
+        return parse_sequence_example(data)
+    except RecordError:
+        return parse_example(data), {}
+
+
+@dataclass(slots=True)
+class KeyObservation:
+    """What one key held across the records seen.
+
+    ``records`` counts the records the key appears in; ``kinds`` how many features of each list
+    kind it held (kind 0: a ``Feature`` with no list); ``counts_min``/``counts_max`` the fewest and
+    most values in one feature with a list, ``values`` all of them. Numbers add to ``low``,
+    ``high``, ``total``, ``numbers`` and ``nans`` (NaN is left out of the others); bytes to
+    ``lengths`` (value length -> how many) and ``utf8`` (whether every one is valid UTF-8). For a
+    feature-list key every step is a feature, and ``steps_min``/``steps_max`` are the fewest and
+    most steps of one list.
+    """
+
+    records: int = 0
+    kinds: Counter[int] = field(default_factory=Counter)
+    counts_min: int | None = None
+    counts_max: int | None = None
+    values: int = 0
+    utf8: bool = True
+    lengths: Counter[int] = field(default_factory=Counter)
+    steps_min: int | None = None
+    steps_max: int | None = None
+    # Numbers wait in _pending and are reduced in batches: numpy costs little per value but much
+    # per call, and most features hold a few values.
+    _pending: list[NDArray[Any]] = field(default_factory=list, init=False, repr=False)
+    _pending_size: int = field(default=0, init=False, repr=False)
+    _low: float | int | None = field(default=None, init=False, repr=False)
+    _high: float | int | None = field(default=None, init=False, repr=False)
+    _total: float = field(default=0.0, init=False, repr=False)
+    _numbers: int = field(default=0, init=False, repr=False)
+    _nans: int = field(default=0, init=False, repr=False)
+
+    @property
+    def low(self) -> float | int | None:
+        """The smallest number (NaN aside), or ``None`` when there was none."""
+        self._reduce()
+        return self._low
+
+    @property
+    def high(self) -> float | int | None:
+        """The largest number (NaN aside), or ``None`` when there was none."""
+        self._reduce()
+        return self._high
+
+    @property
+    def total(self) -> float:
+        """The sum of the numbers (NaN aside)."""
+        self._reduce()
+        return self._total
+
+    @property
+    def numbers(self) -> int:
+        """How many numbers there were (NaN aside)."""
+        self._reduce()
+        return self._numbers
+
+    @property
+    def nans(self) -> int:
+        """How many NaN values there were."""
+        self._reduce()
+        return self._nans
+
+    @property
+    def listed(self) -> int:
+        """How many features held a list (of any kind)."""
+        return sum(n for kind, n in self.kinds.items() if kind)
+
+    @property
+    def list_kinds(self) -> list[Wire]:
+        """The list kinds held, most frequent first."""
+        return [Wire(kind) for kind, _ in self.kinds.most_common() if kind]
+
+    def add_feature(self, kind: int, values: Values) -> None:
+        """Count one ``Feature``: its list kind and decoded values (``None`` for kind 0)."""
+        self.kinds[kind] += 1
+        if values is None:
+            return
+        if isinstance(values, list):
+            count = len(values)
+            self.lengths.update(len(item) for item in values)
+            if self.utf8 and not _all_utf8(values):
+                self.utf8 = False
+        else:
+            count = int(values.size)
+            self._add_numbers(values)
+        self.values += count
+        self.counts_min = count if self.counts_min is None else min(self.counts_min, count)
+        self.counts_max = count if self.counts_max is None else max(self.counts_max, count)
+
+    def _add_numbers(self, array: NDArray[Any]) -> None:
+        self._pending.append(array)
+        self._pending_size += array.size
+        if self._pending_size >= _BATCH:
+            self._reduce()
+
+    def _reduce(self) -> None:
+        """Fold the pending numbers into the running minimum, maximum, sum and counts."""
+        if not self._pending:
+            return
+        array = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        if array.dtype.kind == "f":
+            nan = np.isnan(array)
+            nans = int(nan.sum())
+            if nans:
+                self._nans += nans
+                array = array[~nan]
+        if not array.size:
+            return
+        low, high = array.min().item(), array.max().item()
+        self._low = low if self._low is None else min(self._low, low)
+        self._high = high if self._high is None else max(self._high, high)
+        self._total += float(array.sum(dtype=np.float64))
+        self._numbers += int(array.size)
+
+    def add_steps(self, steps: int) -> None:
+        """Count the length of one feature list (its steps are counted by :meth:`add_feature`)."""
+        self.steps_min = steps if self.steps_min is None else min(self.steps_min, steps)
+        self.steps_max = steps if self.steps_max is None else max(self.steps_max, steps)
+
+
+def _all_utf8(items: Sequence[bytes]) -> bool:
+    try:
+        for item in items:
+            if not item.isascii():
+                item.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@dataclass(slots=True)
+class Observation:
+    """Every record seen so far, key by key.
+
+    ``records`` counts them, ``sequences`` those with feature lists. ``features`` observes the
+    context keys (an Example's features), ``feature_lists`` the feature-list keys, each by key in
+    first-seen order.
+    """
+
+    records: int = 0
+    sequences: int = 0
+    features: dict[str, KeyObservation] = field(default_factory=dict)
+    feature_lists: dict[str, KeyObservation] = field(default_factory=dict)
+
+    @property
+    def is_sequence(self) -> bool:
+        """Whether the records are SequenceExamples (some record had feature lists)."""
+        return self.sequences > 0
+
+    def add(self, data: bytes) -> None:
+        """Count one serialized record; :class:`RecordError` if malformed (nothing is counted)."""
+        context, lists = parse_record(data)
+        # Decode every list body before counting anything: a malformed record leaves no trace.
+        features = [(key, _decoded(key, value, "feature")) for key, value in context.items()]
+        steps = [
+            (key, [_decoded(key, step, "feature list") for step in value])
+            for key, value in lists.items()
+        ]
+        self.records += 1
+        if lists:
+            self.sequences += 1
+        for key, (kind, values) in features:
+            _entry(self.features, key).add_feature(kind, values)
+        for key, decoded in steps:
+            seen = _entry(self.feature_lists, key)
+            seen.add_steps(len(decoded))
+            for kind, values in decoded:
+                seen.add_feature(kind, values)
+
+
+def _entry(table: dict[str, KeyObservation], raw_key: bytes) -> KeyObservation:
+    """The observation of ``raw_key`` (UTF-8, as the wire parser checked), one record more."""
+    key = raw_key.decode("utf-8")
+    seen = table.get(key)
+    if seen is None:
+        seen = table[key] = KeyObservation()
+    seen.records += 1
+    return seen
+
+
+def _decoded(raw_key: bytes, feature: FeatureValue, where: str) -> tuple[int, Values]:
+    """A parsed feature's kind and values; :class:`RecordError` naming the key if malformed."""
+    kind, body = feature
+    try:
+        if kind == Wire.BYTES:
+            return kind, decode_bytes_list(body)
+        if kind == Wire.FLOAT:
+            return kind, decode_float_list(body)
+        if kind == Wire.INT64:
+            return kind, decode_int64_list(body)
+    except RecordError as exc:
+        raise RecordError(f"{where} {raw_key.decode('utf-8')!r}: {exc}") from None
+    return kind, None

@@ -1,0 +1,153 @@
+"""Reading the records of many TFRecord files in one pass, for the data tools.
+
+:func:`expand_inputs` turns command-line arguments (files or glob patterns) into files;
+:class:`Scanner` yields every readable record of them with its file, index and byte offset, passes
+over corrupt or truncated stretches (reporting each one), counts what it read and drives a
+:class:`~codegen.tools.progress.Progress` bar. Compression is chosen per file by its suffix
+(``.gz``, ``.zlib``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TextIO
+
+from codegen.errors import TfrGenError
+from codegen.runtime.tfrecord import SkippedSpan, TFRecordReader, resolve_compression
+from codegen.tools.progress import Progress
+
+__all__ = ["ScannedRecord", "Scanner", "expand_inputs"]
+
+
+def expand_inputs(arguments: Sequence[str]) -> list[str]:
+    """The files named by ``arguments``: existing paths as given, others as glob patterns.
+
+    ``**`` in a pattern recurses; each pattern's matches are sorted; a file named twice is read
+    once. :class:`TfrGenError` for a pattern that matches no file, or for a directory.
+    """
+    files: list[str] = []
+    for argument in arguments:
+        if os.path.exists(argument):
+            matches = [argument]
+        else:
+            matches = sorted(p for p in glob.glob(argument, recursive=True) if not os.path.isdir(p))
+            if not matches:
+                raise TfrGenError(f"{argument}: no such file, and no file matches it as a pattern")
+        for path in matches:
+            if os.path.isdir(path):
+                raise TfrGenError(
+                    f"{path}: is a directory; give TFRecord files or a pattern such as '{path}/*'"
+                )
+            if path not in files:
+                files.append(path)
+    return files
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedRecord:
+    """One record read by a :class:`Scanner`: its file, index in the file, offset and data.
+
+    ``index`` counts the records read before it in the file (corrupt stretches passed over are not
+    records); ``offset`` is the byte offset of its header in the uncompressed record stream.
+    """
+
+    path: str
+    index: int
+    offset: int
+    data: bytes
+
+
+class Scanner:
+    """Iterates over the records of ``paths`` in order, reading each file once.
+
+    A corrupt or truncated stretch of a file is passed over (the reader's skip mode) and handed to
+    ``on_skip`` with the number of records read before it in its file. ``limit`` stops after that
+    many records in all. The counters (``files``, ``records``, ``record_bytes``, ``skipped_spans``,
+    ``skipped_bytes``, and ``file_records``: records per file started) describe what was read so
+    far, also after an interruption.
+
+    With a ``progress`` stream that is a terminal, a progress bar labelled ``label`` is drawn on it
+    while records are read; leaving the scanner's ``with`` block erases it.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        on_skip: Callable[[SkippedSpan, int], None] | None = None,
+        progress: TextIO | None = None,
+        label: str = "scan",
+        limit: int | None = None,
+    ) -> None:
+        self.paths = tuple(paths)
+        self.sizes = tuple(os.stat(path).st_size for path in self.paths)
+        self.total_bytes = sum(self.sizes)
+        self.on_skip = on_skip
+        self.progress = (
+            None if progress is None else Progress(progress, self.total_bytes, label=label)
+        )
+        self.limit = limit
+        self.files = 0
+        self.file_records: list[int] = []
+        self.records = 0
+        self.record_bytes = 0
+        self.skipped_spans = 0
+        self.skipped_bytes = 0
+
+    def __enter__(self) -> Scanner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.clear_progress()
+
+    def clear_progress(self) -> None:
+        """Erase the progress bar, if one is drawn (before other output goes to the terminal)."""
+        if self.progress is not None:
+            self.progress.clear()
+
+    def _skipped(self, span: SkippedSpan) -> None:
+        self.skipped_spans += 1
+        self.skipped_bytes += span.length
+        if self.on_skip is not None:
+            self.on_skip(span, self.file_records[-1])
+
+    def __iter__(self) -> Iterator[ScannedRecord]:
+        done = 0
+        progress = self.progress
+        for path, size in zip(self.paths, self.sizes, strict=True):
+            if self.limit is not None and self.records >= self.limit:
+                return
+            self.files += 1
+            self.file_records.append(0)
+            with (
+                open(path, "rb") as file,
+                TFRecordReader(
+                    file,
+                    compression=resolve_compression(path, "auto"),
+                    on_error="skip",
+                    on_skip=self._skipped,
+                ) as reader,
+            ):
+                for data in reader:
+                    # The reader's offset is past the record: 12 header bytes, data, 4 CRC bytes.
+                    offset = reader.offset - len(data) - 16
+                    self.records += 1
+                    self.file_records[-1] += 1
+                    self.record_bytes += len(data)
+                    yield ScannedRecord(path, reader.index - 1, offset, data)
+                    if progress is not None:
+                        progress.update(done + file.tell(), self.records)
+                    if self.limit is not None and self.records >= self.limit:
+                        return
+            done += size
+            if progress is not None:
+                progress.update(done, self.records)

@@ -1,0 +1,201 @@
+"""``tfr-gen cat``: records as JSON lines or readable text, raw or decoded by a schema."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_tools_common import (
+    CUSTOMERS,
+    ROOT,
+    Terminal,
+    assert_snapshot,
+    frame_offsets,
+    generated,
+    run_cli,
+    tf_customers,
+    tf_digits,
+    tf_sentences,
+    tf_write,
+)
+
+from codegen.runtime import wire
+from codegen.runtime.tfrecord import write_tfrecord
+
+CUSTOMER_SCHEMA = str(ROOT / "schemas" / "customer.yaml")
+
+
+@pytest.fixture(scope="module")
+def tutorial(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("cat")
+    tf_write(tf, directory / "customer.tfrecord", tf_customers(tf))
+    tf_write(tf, directory / "digits.tfrecord", tf_digits(tf, 2))
+    tf_write(tf, directory / "sentences.tfrecord", tf_sentences(tf))
+    return directory
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_raw_records_of_tensorflow_files(tutorial: Path, fmt: str) -> None:
+    code, out, err = run_cli("cat", "customer.tfrecord", "--format", fmt, cwd=tutorial)
+    assert (code, err) == (0, "")
+    assert_snapshot(f"cat_customer_raw.{fmt}", out)
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_records_decoded_by_a_schema(tutorial: Path, fmt: str) -> None:
+    code, out, _ = run_cli(
+        "cat", "customer.tfrecord", "--schema", CUSTOMER_SCHEMA, "--format", fmt, cwd=tutorial
+    )
+    assert code == 0
+    assert_snapshot(f"cat_customer_schema.{fmt}", out)
+
+
+def test_json_lines_hold_attribute_names_and_declared_values(tutorial: Path) -> None:
+    _, out, _ = run_cli("cat", "customer.tfrecord", "--schema", CUSTOMER_SCHEMA, cwd=tutorial)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["age"] for row in rows] == [c["Age"] for c in CUSTOMERS]
+    assert rows[0]["movie_ratings"] == [9.0, 9.7]  # float32 9.7 as its shortest decimal
+    assert rows[0]["purchase_price"] == 9.99
+
+
+def test_long_lists_are_cut_in_text_but_not_in_json(tutorial: Path) -> None:
+    _, out, _ = run_cli("cat", "digits.tfrecord", "-n", "1", "--format", "text", cwd=tutorial)
+    assert out.splitlines()[1].endswith(", ...] (784 values)")
+    _, out, _ = run_cli("cat", "digits.tfrecord", "-n", "1", "--format", "json", cwd=tutorial)
+    assert len(json.loads(out)["image"]["int64_list"]) == 784
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_sequence_examples_show_context_and_feature_lists(tutorial: Path, fmt: str) -> None:
+    code, out, _ = run_cli("cat", "sentences.tfrecord", "-n", "1", "--format", fmt, cwd=tutorial)
+    assert code == 0
+    assert_snapshot(f"cat_sentences.{fmt}", out)
+
+
+def test_skip_and_count_select_records_with_their_positions(tmp_path: Path) -> None:
+    customer = generated("customer")
+    records = [
+        customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()})
+        for c in CUSTOMERS
+    ]
+    customer.Customer.write_tfrecord(tmp_path / "c.tfrecord", records)
+    offsets = frame_offsets([r.encode() for r in records])
+    _, out, _ = run_cli(
+        "cat",
+        "c.tfrecord",
+        "--schema",
+        CUSTOMER_SCHEMA,
+        "--skip",
+        "1",
+        "-n",
+        "1",
+        "--format",
+        "text",
+        cwd=tmp_path,
+    )
+    assert out.splitlines() == [
+        f"record 1 (byte offset {offsets[1]}): Customer",
+        "  age = 41",
+        "  movie = ['Alien']",
+        "  movie_ratings = [8.5]",
+        "  suggestion = 'Aliens'",
+        "  suggestion_purchased = 0.0",
+        "  purchase_price = 0.0",
+    ]
+    _, out, _ = run_cli("cat", "c.tfrecord", "--skip", "3", cwd=tmp_path)
+    assert out == ""
+
+
+def test_bytes_that_are_not_utf8_are_base64(tmp_path: Path) -> None:
+    blob = bytes(range(250, 256))
+    entries = [
+        wire.map_entry(wire.key_field("blob"), wire.bytes_feature([blob, b"text"])),
+        wire.map_entry(wire.key_field("none"), b""),
+        wire.map_entry(
+            wire.key_field("x"),
+            wire.float_feature(np.array([np.nan, np.inf, -0.0], dtype=np.float32)),
+        ),
+    ]
+    write_tfrecord(tmp_path / "b.tfrecord", [wire.example(entries)])
+    _, out, _ = run_cli("cat", "b.tfrecord", cwd=tmp_path)
+    assert json.loads(out) == {
+        "blob": {"bytes_list": [{"base64": base64.b64encode(blob).decode()}, "text"]},
+        "none": {},
+        "x": {"float_list": ["NaN", "Infinity", -0.0]},
+    }
+    _, out, _ = run_cli("cat", "b.tfrecord", "--format", "text", cwd=tmp_path)
+    assert out.splitlines()[1:] == [
+        "  'blob': bytes_list [b'\\xfa\\xfb\\xfc\\xfd\\xfe\\xff', 'text']",
+        "  'none': no list",
+        "  'x': float_list [nan, inf, -0.0]",
+    ]
+
+
+def test_format_defaults_to_text_on_a_terminal_and_json_otherwise(tmp_path: Path) -> None:
+    write_tfrecord(tmp_path / "e.tfrecord", [wire.example([])])
+    assert run_cli("cat", "e.tfrecord", cwd=tmp_path)[1] == "{}\n"
+    terminal = Terminal()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        from codegen.cli import main
+
+        assert main(["cat", "e.tfrecord"], out=terminal, err=Terminal()) == 0
+    assert terminal.getvalue() == "record 0 (byte offset 0)\n"
+
+
+def test_undecodable_and_corrupt_records_stop_with_their_position(
+    tutorial: Path, tmp_path: Path
+) -> None:
+    code, out, err = run_cli(
+        "cat", str(tutorial / "digits.tfrecord"), "--schema", CUSTOMER_SCHEMA, cwd=tmp_path
+    )
+    assert (code, out) == (2, "")
+    assert err == (
+        f"tfr-gen: error: {tutorial / 'digits.tfrecord'}: record 0 at byte offset 0: Customer.age"
+        " (key 'Age'): required feature is missing (expected int64_list with 1 value)\n"
+    )
+    records = [wire.example([]), b"\x0a\x05", wire.example([])]
+    write_tfrecord(tmp_path / "m.tfrecord", records)
+    code, out, err = run_cli("cat", "m.tfrecord", cwd=tmp_path)
+    assert (code, out) == (2, "{}\n")
+    assert err.startswith(
+        "tfr-gen: error: m.tfrecord: record 1 at byte offset 18: Example: length 5"
+    )
+    data = (tmp_path / "m.tfrecord").read_bytes()
+    (tmp_path / "m.tfrecord").write_bytes(data[:-3])
+    code, out, err = run_cli("cat", "m.tfrecord", "--skip", "2", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert "m.tfrecord: record 2 at byte offset 36: truncated record" in err
+
+
+def test_option_errors(tmp_path: Path) -> None:
+    write_tfrecord(tmp_path / "e.tfrecord", [])
+    assert run_cli("cat", "e.tfrecord", "--record", "X", cwd=tmp_path)[::2] == (
+        2,
+        "tfr-gen cat: --record needs --schema\n",
+    )
+    assert run_cli("cat", "e.tfrecord", "--skip", "-1", cwd=tmp_path)[::2] == (
+        2,
+        "tfr-gen cat: --skip must not be negative, got -1\n",
+    )
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_sequence_examples_decoded_by_their_schema(
+    tutorial: Path, tmp_path: Path, fmt: str
+) -> None:
+    (tmp_path / "sentence.yaml").write_text(
+        "version: 1\n"
+        "records:\n"
+        "  Sentence:\n"
+        "    context: {length: {dtype: int64}}\n"
+        "    sequence: {tokens: {dtype: int64}, labels: {dtype: int64}}\n"
+    )
+    data = str(tutorial / "sentences.tfrecord")
+    code, out, _ = run_cli("cat", data, "--schema", "sentence.yaml", "--format", fmt, cwd=tmp_path)
+    assert code == 0
+    assert_snapshot(f"cat_sentences_schema.{fmt}", out)

@@ -1,0 +1,219 @@
+"""``tfr-gen index`` and :class:`IndexedReader`: random access to records by position."""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+import crc32c
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_tools_common import (
+    CUSTOMERS,
+    flip_byte,
+    frame_offsets,
+    generated,
+    run_cli,
+    tf_customers,
+    tf_write,
+)
+
+from codegen.errors import DataError, RecordError, TfrGenError
+from codegen.runtime.indexed import (
+    IndexedReader,
+    IndexedRecords,
+    index_bytes,
+    read_index,
+    scan_offsets,
+    write_index,
+)
+from codegen.runtime.tfrecord import read_tfrecord, write_tfrecord
+
+RECORDS = [b"", b"a", b"bc" * 100, bytes(range(256)) * 9, b"last"]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "r.tfrecord"
+    write_tfrecord(path, RECORDS)
+    return path
+
+
+def test_index_command_writes_the_documented_format(data: Path) -> None:
+    code, out, err = run_cli("index", "r.tfrecord", cwd=data.parent)
+    assert (code, out, err) == (0, "wrote r.tfrecord.index (5 records)\n", "")
+    raw = (data.parent / "r.tfrecord.index").read_bytes()
+    stat = os.stat(data)
+    offsets = frame_offsets(RECORDS)
+    body = struct.pack("<QQq", 5, stat.st_size, stat.st_mtime_ns) + struct.pack("<5Q", *offsets)
+    assert raw == b"TFRINDEX" + struct.pack("<II", 1, crc32c.crc32c(body)) + body
+
+
+def test_reader_uses_the_index_and_checks_every_record(data: Path) -> None:
+    write_index(data)
+    with IndexedReader(data) as reader:
+        assert reader.index_path == f"{data}.index"
+        assert len(reader) == 5
+        assert [reader[i] for i in range(5)] == RECORDS
+        assert reader[-1] == b"last" and reader[-5] == b""
+        assert list(reader) == RECORDS
+        for bad in (5, -6, 100):
+            with pytest.raises(IndexError, match=f"record index {bad} out of range for 5 records"):
+                reader[bad]
+
+
+def test_without_an_index_file_the_offsets_come_from_a_scan(data: Path) -> None:
+    with IndexedReader(data) as reader:
+        assert reader.index_path is None
+        assert reader[3] == RECORDS[3]
+
+
+def test_a_stale_default_index_is_rebuilt_and_an_explicit_one_refused(data: Path) -> None:
+    write_index(data)
+    write_tfrecord(data, RECORDS + [b"appended"])
+    with IndexedReader(data) as reader:
+        assert reader.index_path is None and len(reader) == 6 and reader[5] == b"appended"
+    size = sum(len(r) + 16 for r in RECORDS)
+    with pytest.raises(TfrGenError) as caught:
+        IndexedReader(data, index=f"{data}.index")
+    message = str(caught.value)
+    assert message.startswith(f"{data}.index: stale index of {data}: it was built for {size} bytes")
+    assert f"the file now has {size + 24} bytes" in message
+    assert message.endswith(f"; rebuild it with 'tfr-gen index {data}'")
+
+
+def test_damaged_index_files_are_refused_with_the_reason(data: Path) -> None:
+    index = data.parent / "r.tfrecord.index"
+    write_index(data)
+    good = index.read_bytes()
+    cases = {
+        b"NOTINDEX" + good[8:]: "not a tfr-gen index file",
+        good[:8] + struct.pack("<I", 2) + good[12:]: "index format version 2",
+        good[:-8]: "truncated or damaged index: 72 bytes for 5 records (expected 80)",
+        good[:-1] + b"\x01": "damaged index: its checksum does not match",
+    }
+    for content, message in cases.items():
+        index.write_bytes(content)
+        with pytest.raises(TfrGenError, match=re.escape(message)):
+            read_index(index)
+        with IndexedReader(data) as reader:  # the default index is ignored: scanned instead
+            assert reader.index_path is None and reader[4] == b"last"
+    info = scan_offsets(data)
+    info.offsets[2] = 1
+    index.write_bytes(index_bytes(info))
+    with pytest.raises(TfrGenError, match=f"its offsets do not fit a {info.size}-byte file"):
+        read_index(index)
+
+
+def test_corrupt_records_raise_data_error_with_their_position(data: Path) -> None:
+    write_index(data)
+    offsets = frame_offsets(RECORDS)
+    stat = os.stat(data)
+    flip_byte(data, offsets[2] + 20)
+    flip_byte(data, offsets[3] + 9)
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # keep the index current
+    with IndexedReader(data) as reader:
+        assert reader.index_path is not None and reader[1] == b"a"
+        with pytest.raises(
+            DataError, match=f"record 2 at byte offset {offsets[2]}: corrupt data CRC of a 200-byte"
+        ):
+            reader[2]
+        with pytest.raises(
+            DataError, match=f"record 3 at byte offset {offsets[3]}: corrupt length CRC"
+        ):
+            reader[-2]
+
+
+def test_a_file_cut_short_after_indexing_reports_truncation(data: Path) -> None:
+    write_index(data)
+    stat = os.stat(data)
+    offsets = frame_offsets(RECORDS)
+    data.write_bytes(data.read_bytes()[: offsets[4] + 14])
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with pytest.raises(TfrGenError, match="stale index"):
+        IndexedReader(data, index=f"{data}.index")
+
+
+def test_compressed_and_corrupt_files_cannot_be_indexed(tmp_path: Path) -> None:
+    write_tfrecord(tmp_path / "c.tfrecord.gz", RECORDS)
+    write_tfrecord(tmp_path / "bad.tfrecord", RECORDS)
+    flip_byte(tmp_path / "bad.tfrecord", frame_offsets(RECORDS)[1] + 12)
+    code, out, err = run_cli(
+        "index", "c.tfrecord.gz", "bad.tfrecord", "none.tfrecord", cwd=tmp_path
+    )
+    assert (code, out) == (2, "")
+    lines = err.splitlines()
+    assert lines[0] == (
+        "tfr-gen index: error: c.tfrecord.gz: a gzip-compressed file cannot be indexed (its records"
+        " can only be reached by decompressing everything before them); write it uncompressed for"
+        " random access"
+    )
+    assert lines[1].startswith(
+        "tfr-gen index: error: bad.tfrecord: record 1 at byte offset 16: corrupt data CRC of a"
+        " 1-byte record: stored "
+    )
+    assert lines[2:] == [
+        "tfr-gen index: error: none.tfrecord: No such file or directory",
+        "tfr-gen index: 3 of 3 files not indexed",
+    ]
+    with pytest.raises(TfrGenError, match="gzip-compressed"):
+        IndexedReader(tmp_path / "c.tfrecord.gz")
+
+
+def test_records_of_tensorflow_and_generated_files_decode_by_position(
+    tf: Any, tmp_path: Path
+) -> None:
+    customer = generated("customer")
+    tf_write(tf, tmp_path / "tf.tfrecord", tf_customers(tf))
+    records = [
+        customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()})
+        for c in CUSTOMERS
+    ]
+    customer.Customer.write_tfrecord(tmp_path / "ours.tfrecord", records)
+    for name in ("tf.tfrecord", "ours.tfrecord"):
+        assert run_cli("index", name, cwd=tmp_path)[0] == 0
+        with IndexedRecords(tmp_path / name, customer.Customer.decode) as decoded:
+            assert len(decoded) == 3 and decoded.reader.index_path is not None
+            assert decoded[-1] == records[2] and list(decoded) == records
+    with IndexedRecords(tmp_path / "tf.tfrecord", generated("mnist").Digit.decode) as digits:
+        with pytest.raises(
+            DataError, match="record 1 at byte offset [0-9]+: Digit.label"
+        ) as caught:
+            digits[1]
+        assert isinstance(caught.value.__cause__, RecordError)
+
+
+def test_reads_from_several_threads_agree(data: Path) -> None:
+    with IndexedReader(data) as reader:
+        results: list[list[bytes]] = []
+
+        def work() -> None:
+            results.append([reader[i % 5] for i in range(200)])
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == [[RECORDS[i % 5] for i in range(200)]] * 4
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=20), st.data())
+def test_any_file_reads_back_by_position(
+    tmp_path_factory: pytest.TempPathFactory, records: list[bytes], draw: st.DataObject
+) -> None:
+    path = tmp_path_factory.mktemp("h") / "h.tfrecord"
+    write_tfrecord(path, records)
+    assert list(read_tfrecord(path)) == records
+    write_index(path)
+    with IndexedReader(path) as reader:
+        assert len(reader) == len(records)
+        if records:
+            i = draw.draw(st.integers(-len(records), len(records) - 1))
+            assert reader[i] == records[i]

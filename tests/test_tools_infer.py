@@ -1,0 +1,374 @@
+"""``tfr-gen infer``: inferred schemas round-trip TensorFlow's files through generated code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_tools_common import (
+    SENTENCES,
+    assert_snapshot,
+    flip_byte,
+    frame_offsets,
+    generate_module,
+    run_cli,
+    tf_basics,
+    tf_customers,
+    tf_digits,
+    tf_sentences,
+    tf_write,
+)
+
+from codegen.errors import TfrGenError
+from codegen.runtime import wire
+from codegen.runtime.tfrecord import read_tfrecord, write_tfrecord
+from codegen.schema import parse_schema
+from codegen.tools.dynamic import DynamicRecord
+from codegen.tools.infer import feature_names, infer_record, record_name_for, schema_yaml
+from codegen.tools.observe import Observation
+
+
+@pytest.fixture(scope="module")
+def tutorial(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with the tutorials' data sets, written by TensorFlow."""
+    directory = tmp_path_factory.mktemp("tutorial")
+    tf_write(tf, directory / "customer.tfrecord", tf_customers(tf))
+    tf_write(tf, directory / "mnist_train.tfrecord", tf_digits(tf))
+    tf_write(tf, directory / "basics.tfrecord", tf_basics(tf))
+    tf_write(tf, directory / "sentences.tfrecord", tf_sentences(tf))
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("data", "module"),
+    [
+        ("customer.tfrecord", "customer"),
+        ("mnist_train.tfrecord", "digits"),
+        ("basics.tfrecord", "basics"),
+    ],
+)
+def test_inferred_schema_round_trips_tensorflow_files(
+    tf: Any, tutorial: Path, tmp_path: Path, data: str, module: str
+) -> None:
+    schema = tmp_path / f"{module}.yaml"
+    code, out, err = run_cli("infer", str(tutorial / data), "-o", str(schema), cwd=tmp_path)
+    assert (code, err) == (0, ""), err
+    assert out.startswith(f"wrote {schema} (")
+    text = schema.read_text(encoding="utf-8")
+    assert_snapshot(f"infer_{module}.yaml", text)
+    generated = generate_module(schema, f"tools_inferred_{module}")
+    (record,) = parse_schema(text, schema.name).records
+    record_class = getattr(generated, record.name)
+    originals = [bytes(t.numpy()) for t in tf.data.TFRecordDataset(str(tutorial / data))]
+    decoded = list(record_class.read_tfrecord(tutorial / data))
+    assert len(decoded) == len(originals) > 0
+    for value, original in zip(decoded, originals, strict=True):
+        assert wire.parse_example(value.encode()) == wire.parse_example(original)
+        assert record_class.decode(original) == value
+
+
+def test_customer_keys_become_snake_case_names_with_their_keys(tutorial: Path) -> None:
+    code, out, _ = run_cli("infer", "customer.tfrecord", cwd=tutorial)
+    assert code == 0
+    assert "      movie_ratings: {key: Movie Ratings, dtype: float32, shape: [null]}\n" in out
+    assert "      age: {key: Age, dtype: int64}\n" in out
+    assert "  Customer:\n" in out
+
+
+def test_sequence_examples_round_trip_through_their_inferred_schema(
+    tutorial: Path, tmp_path: Path
+) -> None:
+    code, out, err = run_cli(
+        "infer", str(tutorial / "sentences.tfrecord"), "-o", "sentences.yaml", cwd=tmp_path
+    )
+    assert (code, out, err) == (
+        0,
+        "wrote sentences.yaml (Sentences: 3 features from 3 records)\n",
+        "",
+    )
+    assert_snapshot("infer_sentences.yaml", (tmp_path / "sentences.yaml").read_text())
+    sentences = generate_module(tmp_path / "sentences.yaml", "tools_inferred_sentences").Sentences
+    originals = list(read_tfrecord(tutorial / "sentences.tfrecord"))
+    for original, (tokens, labels) in zip(originals, SENTENCES, strict=True):
+        record = sentences.decode(original)
+        assert record.length == len(tokens)
+        assert record.tokens.tolist() == tokens and record.labels.tolist() == labels
+        assert wire.parse_sequence_example(record.encode()) == wire.parse_sequence_example(original)
+
+
+def test_presence_gives_optional_fixed_features(tmp_path: Path) -> None:
+    def example(**features: bytes) -> bytes:
+        entries = [wire.map_entry(wire.key_field(k), v) for k, v in sorted(features.items())]
+        return wire.example(entries)
+
+    ints = wire.int64_feature
+    records = [
+        example(
+            label=ints(np.array([1])), tags=wire.bytes_feature([b"a"]), pair=ints(np.array([1, 2]))
+        ),
+        example(label=ints(np.array([2])), tags=wire.bytes_feature([b"\xff", b"b"])),
+        example(label=ints(np.array([3])), pair=ints(np.array([3, 4])), note=b""),
+    ]
+    write_tfrecord(tmp_path / "things.tfrecord", records)
+    code, out, err = run_cli("infer", "things.tfrecord", "--name", "Thing", cwd=tmp_path)
+    assert code == 0
+    assert out.splitlines()[4:] == [
+        "    doc: Inferred from 3 records of things.tfrecord.",
+        "    features:",
+        "      label: {dtype: int64}",
+        "      pair: {dtype: int64, shape: [2], optional: true}",
+        "      tags: {dtype: bytes, shape: [null]}",
+    ]
+    assert err == (
+        "tfr-gen infer: warning: key 'note' left out: it never holds a value list\n"
+        "tfr-gen infer: Thing: 3 features from 3 records\n"
+    )
+
+
+def test_limit_reads_only_the_first_records(tmp_path: Path) -> None:
+    entries = [
+        wire.map_entry(wire.key_field("x"), wire.int64_feature(np.arange(n))) for n in (2, 2, 5)
+    ]
+    write_tfrecord(tmp_path / "x.tfrecord", [wire.example([e]) for e in entries])
+    code, out, _ = run_cli("infer", "x.tfrecord", "--limit", "2", cwd=tmp_path)
+    assert code == 0 and "      x: {dtype: int64, shape: [2]}\n" in out
+    assert "Inferred from 2 records of x.tfrecord." in out
+    code, out, _ = run_cli("infer", "x.tfrecord", cwd=tmp_path)
+    assert "      x: {dtype: int64, shape: [null]}\n" in out
+
+
+def test_globs_read_every_matching_file_and_corrupt_stretches_are_skipped(tmp_path: Path) -> None:
+    records = [
+        wire.example([wire.map_entry(wire.key_field("v"), wire.float_feature(np.array([v])))])
+        for v in (1.0, 2.0, 3.0)
+    ]
+    write_tfrecord(tmp_path / "part-0.tfrecord", records)
+    write_tfrecord(tmp_path / "part-1.tfrecord.gz", records)
+    offset = frame_offsets(records)[1]
+    flip_byte(tmp_path / "part-0.tfrecord", offset + 13)
+    code, out, err = run_cli("infer", "part-*", cwd=tmp_path)
+    assert code == 0
+    assert "    doc: 'Inferred from 5 records of part-0.tfrecord, part-1.tfrecord.gz.'\n" in out
+    assert "  Part0:\n" in out and "      v: {dtype: float32}\n" in out
+    assert err.splitlines()[0].startswith(
+        f"tfr-gen infer: warning: part-0.tfrecord: record 1 at byte offset {offset}:"
+        f" {len(records[1]) + 16} bytes skipped: corrupt data CRC"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["nothing-*.tfrecord"],
+            "tfr-gen: error: nothing-*.tfrecord: no such file, and no file matches it as a"
+            " pattern\n",
+        ),
+        (
+            ["mixed.tfrecord", "--name", "bad name"],
+            "tfr-gen infer: --name: record name 'bad name' must be CamelCase",
+        ),
+        (
+            ["mixed.tfrecord", "-o", "my-schema.yaml"],
+            "tfr-gen infer: my-schema.yaml: the module name 'my-schema'",
+        ),
+        (
+            ["mixed.tfrecord"],
+            "tfr-gen: error: key 'x' holds 1 int64_list and 1 float_list features; a schema needs"
+            " one list kind per key\n",
+        ),
+        (["empty.tfrecord"], "tfr-gen infer: no readable records in empty.tfrecord\n"),
+    ],
+)
+def test_errors_exit_2_with_a_clear_message(tmp_path: Path, args: list[str], message: str) -> None:
+    write_tfrecord(
+        tmp_path / "mixed.tfrecord",
+        [
+            wire.example([wire.map_entry(wire.key_field("x"), wire.int64_feature(np.array([1])))]),
+            wire.example(
+                [wire.map_entry(wire.key_field("x"), wire.float_feature(np.array([1.0])))]
+            ),
+        ],
+    )
+    write_tfrecord(tmp_path / "empty.tfrecord", [])
+    code, out, err = run_cli("infer", *args, cwd=tmp_path)
+    assert code == 2 and out == ""
+    assert message in err
+    assert not (tmp_path / "my-schema.yaml").exists()
+
+
+def test_bad_option_values_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = run_cli("infer", "x.tfrecord", "--limit", "0", cwd=tmp_path)
+    assert code == 2
+    assert "argument --limit: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_interrupt_stops_cleanly_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tfrecord(tmp_path / "x.tfrecord", [wire.example([])] * 5)
+    real_add = Observation.add
+
+    def add(self: Observation, data: bytes) -> None:
+        if self.records == 3:
+            raise KeyboardInterrupt
+        real_add(self, data)
+
+    monkeypatch.setattr(Observation, "add", add)
+    code, out, err = run_cli("infer", "x.tfrecord", "-o", "x.yaml", cwd=tmp_path)
+    assert (code, out) == (130, "")
+    assert err == "tfr-gen infer: interrupted after 3 records of 1 of 1 files; no schema written\n"
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_names_are_valid_distinct_and_keep_valid_keys() -> None:
+    keys = [
+        "Age",
+        "age",
+        "Movie Ratings",
+        "class",
+        "1st",
+        "",
+        "encode",
+        "_private",
+        "type",
+        "imageRaw",
+        "HTTPCode",
+    ]
+    assert feature_names(keys) == [
+        "age_2",
+        "age",
+        "movie_ratings",
+        "class_",
+        "f_1st",
+        "feature",
+        "encode_",
+        "private",
+        "type_",
+        "image_raw",
+        "http_code",
+    ]
+    files = ["customer_1.tfrecord", "d/train-00001-of-00004.gz", "none.tfr", "7.x"]
+    names = ["Customer1", "Train00001Of00004", "NoneRecord", "Record7"]
+    assert [record_name_for(path) for path in files] == names
+    assert feature_names(["a", "B", "a", "b"]) == ["a", "b_2", "a_2", "b"]  # a context and list key
+    with pytest.raises(TfrGenError, match="must be CamelCase"):
+        infer_record(Observation(), name="lower", doc="")
+
+
+# --- property: any data set round-trips through its inferred schema -----------------------------
+
+_KEYS = st.text(st.characters(codec="utf-8"), max_size=6)
+_COLUMNS = st.dictionaries(
+    _KEYS,
+    st.tuples(st.sampled_from(["int64", "float", "bytes", "text"]), st.none() | st.integers(1, 3)),
+    max_size=4,
+)
+"""Keys with the list kind they hold and their fixed number of values (``None``: any number)."""
+
+
+def _feature(draw: st.DrawFn, kind: str, fixed: int | None) -> bytes:
+    """A serialized Feature of ``kind`` with ``fixed`` values (or a drawn number of them)."""
+    size = draw(st.integers(0, 3)) if fixed is None else fixed
+    if kind == "int64":
+        ints = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=size, max_size=size))
+        return wire.int64_feature(np.array(ints, dtype=np.int64))
+    if kind == "float":
+        floats = draw(st.lists(st.floats(width=32, allow_nan=False), min_size=size, max_size=size))
+        return wire.float_feature(np.array(floats, dtype=np.float32))
+    items = st.text(max_size=4).map(str.encode) if kind == "text" else st.binary(max_size=4)
+    return wire.bytes_feature(draw(st.lists(items, min_size=size, max_size=size)))
+
+
+def _present(draw: st.DrawFn) -> bool:
+    return draw(st.booleans()) or draw(st.booleans())  # a key is absent from a quarter of records
+
+
+Context = dict[str, bytes]
+Lists = dict[str, list[bytes]]
+
+
+@st.composite
+def _data_sets(draw: st.DrawFn, sequence: bool) -> list[tuple[Context, Lists]]:
+    """Records as (key -> serialized Feature, key -> serialized Feature per step); every key keeps
+    one list kind. Example records have no feature lists."""
+    context_columns = draw(_COLUMNS)
+    list_columns = draw(_COLUMNS.filter(bool)) if sequence else {}
+    records = []
+    for _ in range(draw(st.integers(1, 5))):
+        context = {
+            key: _feature(draw, kind, fixed)
+            for key, (kind, fixed) in context_columns.items()
+            if _present(draw)
+        }
+        lists = {
+            key: [_feature(draw, kind, fixed) for _ in range(draw(st.integers(0, 3)))]
+            for key, (kind, fixed) in list_columns.items()
+            if _present(draw)
+        }
+        records.append((context, lists))
+    return records
+
+
+def _serialize(context: Context, lists: Lists) -> bytes:
+    entries = [wire.map_entry(wire.key_field(k), context[k]) for k in wire.map_key_order(context)]
+    if not lists:
+        return wire.example(entries)
+    steps = [
+        wire.feature_list_entry(wire.key_field(k), lists[k]) for k in wire.map_key_order(lists)
+    ]
+    return wire.sequence_example(entries, steps)
+
+
+def _check_round_trip(records: list[tuple[Context, Lists]]) -> None:
+    """Infer a schema from the records; decoding each record with it and encoding each value again
+    gives the bytes of every feature (list) the record has; absent ones read as no value."""
+    serialized = [_serialize(context, lists) for context, lists in records]
+    observation = Observation()
+    for item in serialized:
+        observation.add(item)
+    try:
+        inferred = infer_record(observation, name="Row", doc="Inferred.")
+    except TfrGenError as exc:  # only when no key but the empty one holds a value
+        assert "nothing to infer" in str(exc)
+        return
+    assert inferred.is_sequence == bool(inferred.sequence)
+    dynamic = DynamicRecord(parse_schema(schema_yaml(inferred), "rows.yaml").records[0])
+    for (context, lists), item in zip(records, serialized, strict=True):
+        values = dynamic.decode(item)
+        for codec in dynamic.codecs:
+            value = values[codec.name]
+            if codec.key in context:
+                expected = wire.map_entry(wire.key_field(codec.key), context[codec.key])
+                assert codec.entry(value) == expected
+            else:
+                assert value is None or isinstance(value, list | np.ndarray) and len(value) == 0
+        for codec in dynamic.sequence_codecs:
+            value = values[codec.name]
+            if codec.key in lists:
+                expected = wire.feature_list_entry(wire.key_field(codec.key), lists[codec.key])
+                assert codec.entry(value) == expected
+            else:
+                assert isinstance(value, list | np.ndarray) and len(value) == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_data_sets(sequence=False))
+def test_any_example_data_set_round_trips_through_its_inferred_schema(
+    records: list[tuple[Context, Lists]],
+) -> None:
+    _check_round_trip(records)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_data_sets(sequence=True))
+def test_any_sequence_data_set_round_trips_through_its_inferred_schema(
+    records: list[tuple[Context, Lists]],
+) -> None:
+    _check_round_trip(records)
