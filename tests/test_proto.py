@@ -55,8 +55,13 @@ print("round trip ok", FIRST)
 
 
 @pytest.fixture(scope="module")
-def import_orders(tf: Any) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
-    """Run the round trip in two fresh interpreters at once: ours imported first, then TF first."""
+def import_orders(
+    request: pytest.FixtureRequest,
+) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+    """Run the round trip in two fresh interpreters at once: ours imported first, then TF first.
+
+    They start before this process imports TensorFlow (the ``tf`` fixture), so the imports overlap.
+    """
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     script = textwrap.dedent(ROUND_TRIP)
     running = {
@@ -69,12 +74,19 @@ def import_orders(tf: Any) -> Iterator[dict[str, subprocess.CompletedProcess[str
         )
         for first in ("ours", "tensorflow")
     }
-    results = {}
-    for first, process in running.items():
-        stdout, stderr = process.communicate(timeout=300)
-        results[first] = subprocess.CompletedProcess(
-            process.args, process.returncode, stdout, stderr
-        )
+    try:
+        request.getfixturevalue("tf")
+        results = {}
+        for first, process in running.items():
+            stdout, stderr = process.communicate(timeout=300)
+            results[first] = subprocess.CompletedProcess(
+                process.args, process.returncode, stdout, stderr
+            )
+    finally:
+        for process in running.values():
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
     yield results
 
 

@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from codegen.errors import RecordError
 from codegen.runtime import proto, wire
-from codegen.runtime.varint import SMALL_DECODE_BYTES
+from codegen.runtime.varint import SMALL_LONG_DECODE_BYTES
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -183,6 +183,7 @@ def test_bytes_feature_matches_protobuf(values: list[bytes]) -> None:
 def test_bytes_scalar_feature_matches_protobuf(data: bytes) -> None:
     expected = pb_feature(lambda f: f.bytes_list.value.append(data))  # type: ignore[attr-defined]
     assert wire.bytes_scalar_feature(data) == expected
+    assert wire.bytes_scalar_feature(memoryview(data)) == expected  # type: ignore[arg-type]
 
 
 def test_bytes_features_reject_text() -> None:
@@ -513,6 +514,19 @@ MALFORMED_EXAMPLES = {
         example_of(entry(b"k", value(b"\x1a\x00\x0f"))),
         r"invalid wire type 7",
     ),
+    "malformed list replaced by a later kind": (
+        example_of(entry(b"k", value(ld(0x1A, b"\x0a\x05\x01") + ld(0x12, b"")))),
+        r"the Int64List at byte offset 11 \(replaced by a later member of Feature.kind\) is "
+        r"malformed: Int64List: length 5 at byte offset 1",
+    ),
+    "malformed list of a replaced duplicate key": (
+        example_of(entry(b"k", value(ld(0x0A, b"\x0a\x09"))), entry(b"k", value(b""))),
+        r"earlier entry of key b'k' is malformed: BytesList: length 9 at byte offset 1",
+    ),
+    "malformed list of a replaced duplicate key (any layout)": (
+        example_of(ld(0x0A, value(ld(0x1A, b"\x0d")) + ld(0x0A, b"k")), entry(b"k", value(b""))),
+        r"earlier entry of key b'k' is malformed: Int64List: truncated fixed32",
+    ),
     "group split across merged lists": (
         example_of(entry(b"k", value(ld(0x1A, b"\x0b") + ld(0x1A, b"\x0c")))),
         r"Int64List: the group of field 1 opened at byte offset 11 is not closed",
@@ -541,26 +555,54 @@ def test_malformed_sequence_examples() -> None:
         wire.parse_sequence_example(b"\x0e")
     with pytest.raises(RecordError, match=r"not valid UTF-8"):
         wire.parse_sequence_example(ld(0x12, ld(0x0A, ld(0x0A, b"\x80"))))
+    bad_step = ld(0x0A, ld(0x0A, b"s") + ld(0x12, ld(0x0A, ld(0x12, b"\x0a\x03\x00"))))
+    replaced = ld(0x12, bad_step + ld(0x0A, ld(0x0A, b"s")))
+    with pytest.raises(RecordError, match=r"a step of an earlier entry of key b's' is malformed"):
+        wire.parse_sequence_example(replaced)
+    with pytest.raises(DecodeError):
+        proto.SequenceExample.FromString(replaced)
 
 
-LONG = SMALL_DECODE_BYTES + 8
+FILLER = wire.encode_varint(1 << 40) * (SMALL_LONG_DECODE_BYTES // 6 + 1)
+"""Enough six-byte varints to take the numpy path of the packed int64 decoder."""
+
+
+def packed_case(payload: bytes, offset_in_payload: int) -> tuple[bytes, int]:
+    """An Int64List body of one packed field, and the body offset of a payload offset."""
+    body = ld(0x0A, payload)
+    return body, len(body) - len(payload) + offset_in_payload
+
+
+TRUNCATED_LONG, TRUNCATED_LONG_AT = packed_case(FILLER + b"\x80\x80", len(FILLER))
+OVERLONG_LONG, OVERLONG_LONG_AT = packed_case(FILLER + b"\xff" * 10 + b"\x01", len(FILLER))
+UNENDED, UNENDED_AT = packed_case(b"\x01" * 20 + b"\xff" * 11, 20)
 
 MALFORMED_LISTS: dict[str, tuple[Callable[[bytes], object], bytes, str]] = {
     "int64 packed truncated (short)": (wire.decode_int64_list, ld(0x0A, b"\x01\x80"), "offset 3"),
     "int64 packed truncated (long)": (
         wire.decode_int64_list,
-        ld(0x0A, b"\x01" * LONG + b"\x80\x80"),
-        f"truncated varint at byte offset {2 + LONG}",
+        TRUNCATED_LONG,
+        f"truncated varint at byte offset {TRUNCATED_LONG_AT} ",
+    ),
+    "int64 packed unended and overlong": (
+        wire.decode_int64_list,
+        UNENDED,
+        f"varint at byte offset {UNENDED_AT} is longer than 10 bytes",
     ),
     "int64 packed 11 bytes (short)": (
         wire.decode_int64_list,
         ld(0x0A, b"\xff" * 10 + b"\x01"),
         "at byte offset 2 is longer than 10 bytes",
     ),
+    "int64 packed 11 bytes (mid)": (
+        wire.decode_int64_list,
+        ld(0x0A, b"\x01" * 9 + b"\xff" * 10 + b"\x01"),
+        "at byte offset 11 is longer than 10 bytes",
+    ),
     "int64 packed 11 bytes (long)": (
         wire.decode_int64_list,
-        ld(0x0A, b"\x01" * LONG + b"\xff" * 10 + b"\x01"),
-        f"at byte offset {2 + LONG} is longer than 10 bytes",
+        OVERLONG_LONG,
+        f"at byte offset {OVERLONG_LONG_AT} is longer than 10 bytes",
     ),
     "int64 unpacked truncated": (
         wire.decode_int64_list,

@@ -38,6 +38,11 @@ int_lists = st.sampled_from(INT_RANGES).flatmap(
 )
 float_lists = st.lists(st.floats(width=32), max_size=40)
 bytes_lists = st.lists(st.binary(max_size=12), max_size=6)
+LISTS_BY_KIND: dict[int, st.SearchStrategy[list[Any]]] = {
+    1: bytes_lists,
+    2: float_lists,
+    3: int_lists,
+}
 specs: st.SearchStrategy[Spec] = st.one_of(
     st.just((0, [])),
     int_lists.map(lambda v: (3, v)),
@@ -111,7 +116,10 @@ def our_feature(spec: Spec, scalar: bool) -> bytes:
 
 def normal_floats(values: Sequence[float] | np.ndarray[Any, Any]) -> list[object]:
     array = np.asarray(values, dtype=np.float32)
-    return ["nan" if np.isnan(x) else int(bits) for x, bits in zip(array, array.view(np.uint32))]
+    return [
+        "nan" if np.isnan(x) else int(bits)
+        for x, bits in zip(array, array.view(np.uint32), strict=True)
+    ]
 
 
 def normal_spec(spec: Spec) -> Normal:
@@ -270,7 +278,7 @@ def feature_fields(draw: st.DrawFn, spec: Spec) -> list[bytes]:
     if decoys and decoys[-1] == kind:
         decoys.append(kind % 3 + 1)
     for decoy in decoys:
-        decoy_values = draw({1: bytes_lists, 2: float_lists, 3: int_lists}[decoy])
+        decoy_values = draw(LISTS_BY_KIND[decoy])
         fields.append(ld(decoy, b"".join(list_fields(draw, decoy, decoy_values))))
     for piece in split(draw, list_fields(draw, kind, values)):
         fields.append(ld(kind, piece))
@@ -312,13 +320,21 @@ def hand_made_examples(draw: st.DrawFn) -> tuple[bytes, dict[str, Spec]]:
     return b"".join(outer), features
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hand_made_examples())
 def test_hand_made_encodings_parse_like_protobuf(case: tuple[bytes, dict[str, Spec]]) -> None:
     data, features = case
     expected = {key: normal_spec(spec) for key, spec in features.items()}
     assert ours_of(wire.parse_example(data)) == expected
     assert pb_features_of(proto.Example.FromString(data).features) == expected
+
+
+@FAST
+@given(st.binary(max_size=6), st.booleans())
+def test_keys_are_checked_for_utf8_like_protobuf(key: bytes, canonical: bool) -> None:
+    entry = ld(1, key) + ld(2, ld(3, b"")) if canonical else ld(2, b"") + ld(1, key)
+    check_example(ld(1, ld(1, entry)))
+    check_sequence_example(ld(2, ld(1, entry)))
 
 
 # --- random and mutated bytes -------------------------------------------------------------------
@@ -419,7 +435,7 @@ valid_lists = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated(valid_examples))
 def test_mutated_examples_parse_like_protobuf(data: bytes) -> None:
     check_example(data)

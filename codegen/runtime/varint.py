@@ -21,14 +21,41 @@ _SIGN64 = 1 << 63
 
 _ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
 
-SMALL_DECODE_BYTES = 16
-"""Packed runs up to this many bytes decode faster in a plain Python loop than with numpy."""
-SMALL_ENCODE_VALUES = 8
-"""Arrays up to this many values encode faster in a plain Python loop than with numpy."""
+SMALL_DECODE_BYTES = 8
+"""Packed runs up to this many bytes decode in a plain Python loop (faster than numpy there)."""
+SMALL_MULTIBYTE_DECODE_BYTES = 32
+"""Runs holding a varint longer than one byte decode in the loop up to this many bytes."""
+SMALL_LONG_DECODE_BYTES = 160
+"""Runs holding a varint longer than two bytes decode in the loop up to this many bytes."""
+SMALL_ENCODE_VALUES = 16
+"""Arrays up to this many values encode in a plain Python loop (faster than numpy there)."""
 
 _SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
-_COLUMNS = np.arange(10)
-_POWERS = tuple(np.uint64(1 << (7 * k)) for k in range(10))
+_WEIGHTS = np.left_shift(np.uint64(1), _SHIFTS)  # 2**(7k), wrapping past 64 bits like the groups
+_LONGER = 0xFFFF
+
+
+def _two_byte_tables() -> tuple[NDArray[np.uint16], NDArray[np.uint16]]:
+    """Lookup tables for runs of one- and two-byte varints.
+
+    The decoding table maps a little-endian window ``previous byte | byte << 8`` ending at a last
+    byte to the value of the varint ending there, and a window of two continuation bytes to
+    ``_LONGER``. The encoding table maps a value below 2**14 to its varint as ``'<u2'`` (the
+    second byte is zero for a one-byte varint).
+    """
+    window = np.arange(1 << 16)
+    previous, byte = window & 0xFF, window >> 8
+    decode = np.where(
+        byte < 0x80,
+        np.where(previous < 0x80, byte, (previous & 0x7F) | byte << 7),
+        np.where(previous < 0x80, 0, _LONGER),
+    ).astype("<u2")
+    value = np.arange(1 << 14)
+    encode = np.where(value < 0x80, value, (value & 0x7F | 0x80) | (value >> 7) << 8).astype("<u2")
+    return decode, encode
+
+
+_DECODE_TWO, _ENCODE_TWO = _two_byte_tables()
 
 
 def encode_varint(value: int) -> bytes:
@@ -48,6 +75,15 @@ def encode_varint(value: int) -> bytes:
         number >>= 7
     out.append(number)
     return bytes(out)
+
+
+def encode_length(size: int) -> bytes:
+    """The varint of the non-negative ``size`` (a length), with one- and two-byte fast paths."""
+    if size < 0x80:
+        return _ONE_BYTE[size]
+    if size < 0x4000:
+        return bytes((size & 0x7F | 0x80, size >> 7))
+    return encode_varint(size)
 
 
 def varint_size(value: int) -> int:
@@ -80,22 +116,48 @@ def to_int64(value: int) -> int:
 
 
 def decode_packed_int64(data: bytes, start: int, end: int, what: str) -> NDArray[np.int64]:
-    """The int64 values of the packed varints in ``data[start:end]`` (a new, writable array)."""
+    """The int64 values of the packed varints in ``data[start:end]`` (a new, writable array).
+
+    Paths: a Python loop for short runs (by the thresholds above); one-byte varints widened at
+    once; runs of one- and two-byte varints through a table of byte pairs; anything longer by
+    summing 7-bit groups.
+    """
     count = end - start
     if count <= SMALL_DECODE_BYTES:
         return _decode_packed_loop(data, start, end, what)
+    if data[end - 1] >= 0x80:
+        _raise_truncated(data, start, end, what)
     raw = np.frombuffer(data, np.uint8, count, start)
-    if int(raw.max()) < 0x80:
+    if data[start:end].isascii():
         return raw.astype(np.int64)
-    last = raw < 0x80
-    if not last[-1]:
-        finished = np.flatnonzero(last)
-        begin = int(finished[-1]) + 1 if finished.size else 0
-        raise RecordError(
-            f"{what}: truncated varint at byte offset {start + begin} "
-            f"(the packed values end at byte offset {end})"
-        )
-    ends = np.flatnonzero(last)
+    if count <= SMALL_MULTIBYTE_DECODE_BYTES:
+        return _decode_packed_loop(data, start, end, what)
+    if start and data[start - 1] < 0x80:
+        windows = np.ndarray((count,), "<u2", buffer=data, offset=start - 1, strides=(1,))
+        values = _DECODE_TWO.take(windows)
+        if not np.count_nonzero(values == _LONGER):
+            return values.compress(raw < 0x80).astype(np.int64)
+    if count <= SMALL_LONG_DECODE_BYTES:
+        return _decode_packed_loop(data, start, end, what)
+    return _decode_packed_groups(raw, start, what)
+
+
+def _raise_truncated(data: bytes, start: int, end: int, what: str) -> None:
+    begin = end - 1
+    while begin > start and data[begin - 1] >= 0x80:
+        begin -= 1
+    if end - begin > 10:
+        raise RecordError(f"{what}: the varint at byte offset {begin} is longer than 10 bytes")
+    raise RecordError(
+        f"{what}: truncated varint at byte offset {begin} (the packed values end at byte "
+        f"offset {end})"
+    )
+
+
+def _decode_packed_groups(raw: NDArray[np.uint8], start: int, what: str) -> NDArray[np.int64]:
+    """Decode a run of varints of any lengths (ending with a last byte) by their 7-bit groups."""
+    count = raw.size
+    ends = np.flatnonzero(raw < 0x80)
     n = ends.size
     starts = np.empty(n, np.intp)
     starts[0] = 0
@@ -109,14 +171,14 @@ def decode_packed_int64(data: bytes, start: int, end: int, what: str) -> NDArray
             f"{what}: the varint at byte offset {start + bad} is longer than 10 bytes"
         )
     out = np.empty(n, np.int64)
-    payload = (raw & 0x7F).astype(np.uint64)
-    if longest * n == count:
-        np.sum(payload.reshape(n, longest) << _SHIFTS[:longest], axis=1, out=out.view(np.uint64))
+    groups = (raw & 0x7F).astype(np.uint64)
+    if longest * n == count:  # all of one length: a matrix product with the group weights
+        np.matmul(groups.reshape(n, longest), _WEIGHTS[:longest], out=out.view(np.uint64))
         return out
     shifts = np.arange(count, dtype=np.intp)
     shifts -= np.repeat(starts, lengths)
-    payload <<= _SHIFTS[shifts]
-    np.add.reduceat(payload, starts, out=out.view(np.uint64))
+    groups <<= _SHIFTS.take(shifts)
+    np.add.reduceat(groups, starts, out=out.view(np.uint64))
     return out
 
 
@@ -135,21 +197,31 @@ def _decode_packed_loop(data: bytes, start: int, end: int, what: str) -> NDArray
 
 
 def encode_packed_int64(values: NDArray[np.int64]) -> bytes:
-    """The packed varint encoding of the 1-D contiguous int64 array ``values``."""
+    """The packed varint encoding of the 1-D contiguous int64 array ``values``.
+
+    Paths: a Python loop for short arrays; values below 2**7 narrowed at once; values below
+    2**14 through a table of byte pairs; anything else as a (groups, values) matrix of 7-bit groups
+    whose unused high groups are dropped.
+    """
     n = values.size
     if n <= SMALL_ENCODE_VALUES:
         return b"".join([encode_varint(v) for v in values.tolist()])
     unsigned = values.view(np.uint64)
-    top = int(unsigned.max())
-    if top < 0x80:
+    if not np.count_nonzero(unsigned >= 0x80):
         return unsigned.astype(np.uint8).tobytes()
-    longest = varint_size(top)
-    lengths = np.ones(n, np.intp)
-    for k in range(1, longest):
-        lengths += unsigned >= _POWERS[k]
-    matrix = (unsigned[:, None] >> _SHIFTS[:longest]).astype(np.uint8)
-    matrix |= 0x80
-    matrix[np.arange(n), lengths - 1] &= 0x7F
-    if int(lengths.min()) == longest:
-        return matrix.tobytes()
-    return matrix[_COLUMNS[:longest] < lengths[:, None]].tobytes()
+    if not np.count_nonzero(unsigned >= 0x4000):
+        pairs = _ENCODE_TWO.take(values).view(np.uint8)
+        keep = pairs != 0
+        keep[::2] = True
+        return pairs.compress(keep).tobytes()
+    longest = varint_size(int(unsigned.max()))
+    rest = np.right_shift(unsigned, _SHIFTS[:longest, None])  # rest[k] = value >> 7k
+    groups = (rest & 0x7F).astype(np.uint8)
+    more = rest[1:] != 0  # byte k + 1 exists, so byte k carries the continuation bit
+    groups[:-1] |= more.view(np.uint8) << 7
+    if np.count_nonzero(more[-1]) == n:
+        return groups.T.tobytes()
+    keep = np.empty((longest, n), np.bool_)
+    keep[0] = True
+    keep[1:] = more
+    return groups.T.ravel().compress(keep.T.ravel()).tobytes()

@@ -35,11 +35,11 @@ from numpy.typing import NDArray
 from codegen.errors import RecordError
 from codegen.runtime.varint import (
     decode_packed_int64,
+    encode_length,
     encode_packed_int64,
     encode_varint,
     read_varint,
     to_int64,
-    varint_size,
 )
 
 __all__ = [
@@ -198,7 +198,20 @@ def _check_key(key: bytes, offset: int, what: str) -> None:
 def parse_example(data: bytes) -> dict[bytes, FeatureValue]:
     """The features of a serialized ``Example``: key (UTF-8 bytes) -> (kind, list body)."""
     features: dict[bytes, FeatureValue] = {}
-    pos, end = 0, len(data)
+    end = len(data)
+    if end > 1 and data[0] == 0x0A:  # the usual Example: one features field and nothing else
+        length = data[1]
+        start = 2
+        if length >= 0x80:
+            if end > 2 and data[2] < 0x80:
+                length = (length & 0x7F) | data[2] << 7
+                start = 3
+            else:
+                length = -1
+        if start + length == end:
+            _read_features(data, start, end, features, "Example.features")
+            return features
+    pos = 0
     while pos < end:
         field, wire_type, start, pos = _next_field(data, pos, end, "Example")
         if field == 1 and wire_type == _LEN:
@@ -232,17 +245,24 @@ def _read_features(
     data: bytes, pos: int, end: int, out: dict[bytes, FeatureValue], what: str
 ) -> None:
     """Add the map entries of the ``Features`` message ``data[pos:end]`` to ``out``."""
+    # Canonical entries (0a <n> 0a <key length> <key> 12 <n> [<kind tag> <n> <body>]) are read
+    # inline, with one- and two-byte lengths; anything else goes through _feature_entry.
     while pos < end:
         if data[pos] != 0x0A or pos + 1 >= end:
             field, wire_type, start, pos = _next_field(data, pos, end, what)
             if field == 1 and wire_type == _LEN:
                 key, value = _feature_entry(data, start, pos, what)
-                out[key] = value
+                if out.setdefault(key, value) is not value:
+                    _replace(out, key, value, what)
             continue
         length = data[pos + 1]
         p = pos + 2
         if length >= 0x80:
-            length, p = read_varint(data, pos + 1, end, what)
+            if p < end and data[p] < 0x80:
+                length = (length & 0x7F) | data[p] << 7
+                p += 1
+            else:
+                length, p = read_varint(data, pos + 1, end, what)
         entry_end = p + length
         if entry_end > end:
             raise RecordError(
@@ -250,30 +270,52 @@ def _read_features(
                 f"message at byte offset {end}"
             )
         pos = entry_end
-        # Canonical entry: 0a <key length> <key> 12 <feature length> [<kind tag> <length> <body>].
         if length >= 4 and data[p] == 0x0A and data[p + 1] < 0x80:
             key_end = p + 2 + data[p + 1]
             if key_end + 2 <= entry_end and data[key_end] == 0x12:
-                size = data[key_end + 1]
                 f = key_end + 2
+                size = data[key_end + 1]
                 if size >= 0x80:
-                    size, f = read_varint(data, key_end + 1, entry_end, what)
-                key = data[p + 2 : key_end]
-                if f + size == entry_end and key.isascii():
+                    if f < entry_end and data[f] < 0x80:
+                        size = (size & 0x7F) | data[f] << 7
+                        f += 1
+                    else:
+                        size = -1
+                if f + size == entry_end:
+                    key = data[p + 2 : key_end]
                     if size == 0:
-                        out[key] = (0, b"")
-                        continue
-                    kind_tag = data[f]
-                    if size >= 2 and (kind_tag == 0x1A or kind_tag == 0x12 or kind_tag == 0x0A):
-                        body_length = data[f + 1]
+                        if key.isascii():
+                            value = (0, b"")
+                            if out.setdefault(key, value) is not value:
+                                _replace(out, key, value, what)
+                            continue
+                    elif size >= 2 and key.isascii():
+                        kind_tag = data[f]
                         b = f + 2
+                        body_length = data[f + 1]
                         if body_length >= 0x80:
-                            body_length, b = read_varint(data, f + 1, entry_end, what)
-                        if b + body_length == entry_end:
-                            out[key] = (kind_tag >> 3, data[b:entry_end])
+                            if b < entry_end and data[b] < 0x80:
+                                body_length = (body_length & 0x7F) | data[b] << 7
+                                b += 1
+                            else:
+                                body_length = -1
+                        if b + body_length == entry_end and (
+                            kind_tag == 0x1A or kind_tag == 0x12 or kind_tag == 0x0A
+                        ):
+                            value = (kind_tag >> 3, data[b:entry_end])
+                            if out.setdefault(key, value) is not value:
+                                _replace(out, key, value, what)
                             continue
         key, value = _feature_entry(data, p, entry_end, what)
-        out[key] = value
+        if out.setdefault(key, value) is not value:
+            _replace(out, key, value, what)
+
+
+def _replace(out: dict[bytes, FeatureValue], key: bytes, value: FeatureValue, what: str) -> None:
+    """Let the later entry of a duplicate ``key`` win, after checking the list it replaces."""
+    kind, body = out[key]
+    _check_list(kind, body, f"{what}: the feature of an earlier entry of key {key!r}")
+    out[key] = value
 
 
 def _feature_entry(data: bytes, pos: int, end: int, what: str) -> tuple[bytes, FeatureValue]:
@@ -315,15 +357,24 @@ def _feature(data: bytes, chunks: Sequence[tuple[int, int]], what: str) -> Featu
 
 
 def _check_replaced(data: bytes, kind: int, parts: Sequence[tuple[int, int]], what: str) -> None:
-    """Raise unless each piece of a list that a later member of ``Feature.kind`` replaced is valid."""
+    """Raise unless each piece of a list that a later ``Feature.kind`` member replaced is valid."""
     for start, end in parts:
+        _check_list(
+            kind,
+            data[start:end],
+            f"{what}: the {_KIND_NAMES[kind]} at byte offset {start} (replaced by a later "
+            "member of Feature.kind)",
+        )
+
+
+def _check_list(kind: int, body: bytes, where: str) -> None:
+    """Raise, naming ``where``, unless ``body`` is a valid list of ``kind`` (protobuf checks lists
+    that later fields replace; this parser otherwise reads a list only when it is decoded)."""
+    if kind:
         try:
-            _DECODERS[kind](data[start:end])
+            _DECODERS[kind](body)
         except RecordError as exc:
-            raise RecordError(
-                f"{what}: the {_KIND_NAMES[kind]} at byte offset {start} (replaced by a later "
-                f"member of Feature.kind) is malformed: {exc}"
-            ) from None
+            raise RecordError(f"{where} is malformed: {exc}") from None
 
 
 def _read_feature_lists(
@@ -346,6 +397,8 @@ def _read_feature_lists(
                 _check_key(key, value_start, what)
             elif number == 2:
                 steps.extend(_feature_list(data, value_start, entry_pos, what))
+        for kind, body in out.get(key, ()):
+            _check_list(kind, body, f"{what}: a step of an earlier entry of key {key!r}")
         out[key] = steps
 
 
@@ -370,12 +423,16 @@ def _single_packed(body: bytes, what: str) -> int:
     length = body[1]
     if length < 0x80:
         return 2 if length == end - 2 else -1
+    if end > 2 and body[2] < 0x80:
+        return 3 if (length & 0x7F | body[2] << 7) == end - 3 else -1
     length, start = read_varint(body, 1, end, what)
     return start if start + length == end else -1
 
 
 def decode_int64_list(body: bytes) -> NDArray[np.int64]:
     """The values of a serialized ``Int64List`` (packed and unpacked, in any number of chunks)."""
+    if len(body) == 3 and body[0] == 0x0A and body[1] == 1 and body[2] < 0x80:
+        return np.array((body[2],), dtype=np.int64)  # one small value: a scalar feature
     start = _single_packed(body, "Int64List")
     if start >= 0:
         return decode_packed_int64(body, start, len(body), "Int64List")
@@ -460,7 +517,7 @@ def key_field(key: str) -> bytes:
         raw = key.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise RecordError(f"feature key {key!r} is not encodable as UTF-8 ({exc.reason})") from None
-    return b"\x0a" + encode_varint(len(raw)) + raw
+    return _field_1(len(raw)) + raw
 
 
 def map_key_order(keys: Iterable[str]) -> list[str]:
@@ -476,38 +533,71 @@ def _map_key_rank(key: str) -> tuple[int, ...]:
     return (*key.encode("utf-8", "surrogatepass"), 0x100)
 
 
-def _feature_of(tag: bytes, payload: bytes) -> bytes:
+_FIELD_1 = tuple(b"\x0a" + bytes((n,)) for n in range(0x80))
+_FIELD_2 = tuple(b"\x12" + bytes((n,)) for n in range(0x80))
+
+
+def _field_1(size: int) -> bytes:
+    """The tag and length of a length-delimited field 1 of ``size`` bytes."""
+    return _FIELD_1[size] if size < 0x80 else b"\x0a" + encode_length(size)
+
+
+def _field_2(size: int) -> bytes:
+    """The tag and length of a length-delimited field 2 of ``size`` bytes."""
+    return _FIELD_2[size] if size < 0x80 else b"\x12" + encode_length(size)
+
+
+def _feature_of(tag: int, payload: bytes) -> bytes:
     """A ``Feature`` whose list (oneof field ``tag``) holds the single field-1 value ``payload``."""
     size = len(payload)
+    if size < 0x7E:
+        return bytes((tag, size + 2, 0x0A, size)) + payload
+    length = encode_length(size)
     return b"".join(
-        (tag, encode_varint(1 + varint_size(size) + size), b"\x0a", encode_varint(size), payload)
+        (bytes((tag,)), encode_length(1 + len(length) + size), b"\x0a", length, payload)
     )
+
+
+_INT64 = np.dtype(np.int64)
+_LITTLE_FLOAT32 = np.dtype("<f4")
 
 
 def int64_feature(values: IntArray) -> bytes:
     """A serialized ``Feature`` holding ``values`` (any shape, C order) in its ``int64_list``."""
-    array = np.asarray(values)
-    if array.size == 0:
+    array: NDArray[Any] = values if type(values) is np.ndarray else np.asarray(values)
+    if array.dtype != _INT64:
+        array = _int64_array(array)
+    if not array.size:
         return b"\x1a\x00"
+    return _feature_of(0x1A, encode_packed_int64(array.ravel()))
+
+
+def _int64_array(array: NDArray[Any]) -> NDArray[np.int64]:
+    """``array`` as int64, after checking it holds integers that fit (any dtype when empty)."""
     kind = array.dtype.kind
-    if kind == "u" and int(array.max()) > _INT64_HI:
-        raise RecordError(f"int64_feature: value {int(array.max())} is outside the int64 range")
-    if kind not in "iub":
-        raise RecordError(f"int64_feature: expected integer values, got an array of {array.dtype}")
-    flat = np.ascontiguousarray(array.reshape(-1), dtype=np.int64)
-    return _feature_of(b"\x1a", encode_packed_int64(flat))
+    if array.size:
+        if kind not in "iub":
+            raise RecordError(
+                f"int64_feature: expected integer values, got an array of {array.dtype}"
+            )
+        if kind == "u" and int(array.max()) > _INT64_HI:
+            raise RecordError(f"int64_feature: value {int(array.max())} is outside the int64 range")
+    return array.astype(np.int64)
 
 
 def float_feature(values: FloatArray) -> bytes:
     """A serialized ``Feature`` with ``values`` (any shape, C order, float32) in its float_list."""
-    array = np.asarray(values)
-    if array.size == 0:
+    array: NDArray[Any] = values if type(values) is np.ndarray else np.asarray(values)
+    if array.dtype != _LITTLE_FLOAT32:
+        if array.dtype.kind not in "fiub" and array.size:
+            raise RecordError(
+                f"float_feature: expected float values, got an array of {array.dtype}"
+            )
+        with np.errstate(over="ignore"):
+            array = array.astype(_LITTLE_FLOAT32)
+    if not array.size:
         return b"\x12\x00"
-    if array.dtype.kind not in "fiub":
-        raise RecordError(f"float_feature: expected float values, got an array of {array.dtype}")
-    with np.errstate(over="ignore"):
-        payload = np.ascontiguousarray(array.reshape(-1), dtype="<f4").tobytes()
-    return _feature_of(b"\x12", payload)
+    return _feature_of(0x12, array.tobytes())
 
 
 def bytes_feature(values: Sequence[bytes]) -> bytes:
@@ -519,10 +609,10 @@ def bytes_feature(values: Sequence[bytes]) -> bytes:
                 raise RecordError(f"bytes_feature: expected bytes, got {type(value).__name__}")
             value = bytes(value)
         fields.append(b"\x0a")
-        fields.append(encode_varint(len(value)))
+        fields.append(encode_length(len(value)))
         fields.append(value)
     body = b"".join(fields)
-    return b"\x0a" + encode_varint(len(body)) + body
+    return _field_1(len(body)) + body
 
 
 _SMALL_INT64_FEATURES = tuple(b"\x1a\x03\x0a\x01" + bytes((i,)) for i in range(0x80))
@@ -561,29 +651,23 @@ def float_scalar_feature(value: float) -> bytes:
 def bytes_scalar_feature(value: bytes) -> bytes:
     """A serialized ``Feature`` whose ``bytes_list`` holds the one ``value``."""
     if not isinstance(value, bytes):
-        raise RecordError(f"bytes_scalar_feature: expected bytes, got {type(value).__name__}")
-    return _feature_of(b"\x0a", value)
+        if not isinstance(value, bytearray | memoryview):
+            raise RecordError(f"bytes_scalar_feature: expected bytes, got {type(value).__name__}")
+        value = bytes(value)
+    return _feature_of(0x0A, value)
 
 
 def map_entry(key_field: bytes, feature: bytes) -> bytes:
     """One serialized map entry (``Features.feature``): ``0a len(key_field 12 len feature)``."""
     size = len(feature)
-    return b"".join(
-        (
-            b"\x0a",
-            encode_varint(len(key_field) + 1 + varint_size(size) + size),
-            key_field,
-            b"\x12",
-            encode_varint(size),
-            feature,
-        )
-    )
+    value = _field_2(size)
+    return b"".join((_field_1(len(key_field) + len(value) + size), key_field, value, feature))
 
 
 def example(entries: Iterable[bytes]) -> bytes:
     """A serialized ``Example`` whose ``features`` holds the map ``entries`` (in key order)."""
     body = b"".join(entries)
-    return b"\x0a" + encode_varint(len(body)) + body
+    return _field_1(len(body)) + body
 
 
 def feature_list_entry(key_field: bytes, features: Sequence[bytes]) -> bytes:
@@ -591,7 +675,7 @@ def feature_list_entry(key_field: bytes, features: Sequence[bytes]) -> bytes:
     fields: list[bytes] = []
     for feature in features:
         fields.append(b"\x0a")
-        fields.append(encode_varint(len(feature)))
+        fields.append(encode_length(len(feature)))
         fields.append(feature)
     return map_entry(key_field, b"".join(fields))
 
@@ -602,6 +686,4 @@ def sequence_example(
     """A serialized ``SequenceExample`` of context map entries and :func:`feature_list_entry`'s."""
     context = b"".join(context_entries)
     lists = b"".join(feature_list_entries)
-    return b"".join(
-        (b"\x0a", encode_varint(len(context)), context, b"\x12", encode_varint(len(lists)), lists)
-    )
+    return b"".join((_field_1(len(context)), context, _field_2(len(lists)), lists))
