@@ -27,12 +27,14 @@ import math
 import operator
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from types import SimpleNamespace as _Namespace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from codegen.errors import RecordError
+from codegen.runtime import accel as _accel
 from codegen.runtime.varint import (
     decode_packed_int64,
     encode_length,
@@ -687,3 +689,29 @@ def sequence_example(
     context = b"".join(context_entries)
     lists = b"".join(feature_list_entries)
     return b"".join((_field_1(len(context)), context, _field_2(len(lists)), lists))
+
+
+PURE_PYTHON = _Namespace(
+    parse_example=parse_example,
+    parse_sequence_example=parse_sequence_example,
+    decode_int64_list=decode_int64_list,
+    decode_float_list=decode_float_list,
+    decode_bytes_list=decode_bytes_list,
+)
+"""The pure-Python implementations, whichever implementation the public names are bound to."""
+
+if _accel.speedups is not None:
+    # The C accelerator keeps the same contracts and error messages (tests/test_speedups.py).
+    _c = _accel.speedups
+    parse_example = _c.parse_example  # type: ignore[assignment]  # noqa: F811
+    parse_sequence_example = _c.parse_sequence_example  # type: ignore[assignment]  # noqa: F811
+
+    def decode_int64_list(body: bytes) -> NDArray[np.int64]:  # noqa: F811
+        """Values of an Int64List body (C accelerator)."""
+        return np.frombuffer(_c.decode_int64_values(body), dtype="<i8")
+
+    def decode_float_list(body: bytes) -> NDArray[np.float32]:  # noqa: F811
+        """Values of a FloatList body (C accelerator)."""
+        return np.frombuffer(_c.decode_float_values(body), dtype="<f4")
+
+    decode_bytes_list = _c.decode_bytes_values  # type: ignore[assignment]  # noqa: F811

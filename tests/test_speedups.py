@@ -1,0 +1,794 @@
+"""The C accelerator ``codegen._speedups`` against the pure-Python wire codec.
+
+Differential tests: on valid Examples and SequenceExamples (protobuf's serialization and
+hand-made encodings: unpacked, chunked, merged, reordered, replaced oneof members, duplicate keys,
+unknown fields of every wire type), on malformed, mutated and random bytes, the C functions return
+exactly what ``codegen.runtime.wire`` returns, or raise :class:`RecordError` with the same message.
+``encode_int64_packed`` equals protobuf's packed payload, and ``scan_batch`` equals decoding each
+record on its own. In CI a missing extension fails these tests; elsewhere they are skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import tracemalloc
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codegen.errors import RecordError
+from codegen.runtime import accel, proto, varint, wire
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def import_speedups() -> accel.Speedups:
+    """The extension; fails in CI when it cannot be imported, else skips."""
+    try:
+        module = importlib.import_module("codegen._speedups")
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"codegen._speedups is required in CI but cannot be imported: {exc!r}")
+        pytest.skip(
+            f"codegen._speedups is not built ({exc!r}); build it with 'pip install -e .' or "
+            "'python setup.py build_ext --inplace'"
+        )
+    assert isinstance(module, accel.Speedups)
+    return module
+
+
+@pytest.fixture(scope="module")
+def sp() -> accel.Speedups:
+    """The ``codegen._speedups`` module."""
+    return import_speedups()
+
+
+# --- comparing outcomes ----------------------------------------------------------------------
+
+Outcome = tuple[str, object]
+"""("ok", normalized result) or ("error", RecordError message)."""
+
+
+def outcome(call: Callable[[], object]) -> Outcome:
+    try:
+        return ("ok", call())
+    except RecordError as exc:
+        return ("error", str(exc))
+
+
+def py_example(data: bytes) -> Outcome:
+    return outcome(lambda: list(wire.PURE_PYTHON.parse_example(data).items()))
+
+
+def c_example(sp: accel.Speedups, data: bytes) -> Outcome:
+    return outcome(lambda: list(sp.parse_example(data).items()))
+
+
+def py_sequence(data: bytes) -> Outcome:
+    def run() -> object:
+        context, lists = wire.PURE_PYTHON.parse_sequence_example(data)
+        return list(context.items()), list(lists.items())
+
+    return outcome(run)
+
+
+def c_sequence(sp: accel.Speedups, data: bytes) -> Outcome:
+    def run() -> object:
+        context, lists = sp.parse_sequence_example(data)
+        return list(context.items()), list(lists.items())
+
+    return outcome(run)
+
+
+def py_lists(body: bytes) -> list[Outcome]:
+    return [
+        outcome(lambda: wire.PURE_PYTHON.decode_int64_list(body).astype("<i8").tobytes()),
+        outcome(lambda: wire.PURE_PYTHON.decode_float_list(body).astype("<f4").tobytes()),
+        outcome(lambda: wire.PURE_PYTHON.decode_bytes_list(body)),
+    ]
+
+
+def c_lists(sp: accel.Speedups, body: bytes) -> list[Outcome]:
+    def typed(value: object, kind: type) -> object:
+        assert type(value) is kind
+        return bytes(value) if isinstance(value, bytearray) else value
+
+    return [
+        outcome(lambda: typed(sp.decode_int64_values(body), bytearray)),
+        outcome(lambda: typed(sp.decode_float_values(body), bytearray)),
+        outcome(lambda: typed(sp.decode_bytes_values(body), list)),
+    ]
+
+
+def assert_same(sp: accel.Speedups, data: bytes) -> None:
+    """Every parse and decode function gives the same outcome in C and in Python on ``data``."""
+    assert c_example(sp, data) == py_example(data)
+    assert c_sequence(sp, data) == py_sequence(data)
+    assert c_lists(sp, data) == py_lists(data)
+
+
+def assert_bodies_same(sp: accel.Speedups, data: bytes) -> None:
+    """``assert_same`` on ``data`` and on every list body that parse_example finds in it."""
+    assert_same(sp, data)
+    parsed = py_example(data)
+    if parsed[0] == "ok":
+        for _, (_, body) in parsed[1]:  # type: ignore[attr-defined]
+            assert c_lists(sp, body) == py_lists(body)
+
+
+# --- building encodings ----------------------------------------------------------------------
+
+
+def tag(field: int, wire_type: int) -> bytes:
+    return wire.encode_varint(field << 3 | wire_type)
+
+
+def padded(number: int, extra: int) -> bytes:
+    """The varint of ``number`` with ``extra`` redundant continuation bytes (at most 10 in all)."""
+    encoded = wire.encode_varint(number)
+    extra = min(extra, 10 - len(encoded))
+    if not extra:
+        return encoded
+    return encoded[:-1] + bytes((encoded[-1] | 0x80,)) + b"\x80" * (extra - 1) + b"\x00"
+
+
+def ld(field: int, body: bytes, extra: int = 0) -> bytes:
+    """A length-delimited field; ``extra`` pads its length varint."""
+    return tag(field, 2) + padded(len(body), extra) + body
+
+
+# --- strategies ----------------------------------------------------------------------------
+
+Spec = tuple[int, list[Any]]
+"""A feature: (kind 0-3, values); kind 0 is a Feature with no kind."""
+
+INT_RANGES = [(0, 127), (0, 255), (0, 1 << 21), (-300, 300), (INT64_MIN, INT64_MAX)]
+int_values = st.sampled_from(INT_RANGES).flatmap(
+    lambda bounds: st.lists(st.integers(*bounds), max_size=24)
+)
+float_values = st.lists(st.floats(width=32), max_size=12)
+bytes_values = st.lists(st.binary(max_size=10), max_size=4)
+specs: st.SearchStrategy[Spec] = st.one_of(
+    st.just((0, [])),
+    int_values.map(lambda v: (3, v)),
+    float_values.map(lambda v: (2, v)),
+    bytes_values.map(lambda v: (1, v)),
+)
+LIST_VALUES: dict[int, st.SearchStrategy[list[Any]]] = {
+    1: bytes_values,
+    2: float_values,
+    3: int_values,
+}
+text_keys = st.text(max_size=5)
+raw_keys = st.one_of(text_keys.map(str.encode), st.binary(max_size=4))
+paddings = st.sampled_from([0, 0, 0, 0, 1, 2])
+
+
+def unknown_field(first_field: int) -> st.SearchStrategy[bytes]:
+    """One unknown field (numbers from ``first_field`` on) of any wire type, groups nested."""
+    numbers = st.integers(first_field, first_field + 30)
+    return st.one_of(
+        st.tuples(numbers, st.integers(0, (1 << 64) - 1)).map(
+            lambda t: tag(t[0], 0) + wire.encode_varint(t[1])
+        ),
+        st.tuples(numbers, st.binary(min_size=8, max_size=8)).map(lambda t: tag(t[0], 1) + t[1]),
+        st.tuples(numbers, st.binary(max_size=6)).map(lambda t: ld(*t)),
+        st.tuples(numbers, st.binary(min_size=4, max_size=4)).map(lambda t: tag(t[0], 5) + t[1]),
+        st.tuples(numbers, numbers, st.integers(0, 300)).map(
+            lambda t: (
+                tag(t[0], 3)
+                + tag(t[1], 3)
+                + tag(1, 0)
+                + wire.encode_varint(t[2])
+                + tag(t[1], 4)
+                + tag(t[0], 4)
+            )
+        ),
+    )
+
+
+def split(draw: st.DrawFn, fields: list[bytes]) -> list[bytes]:
+    """``fields`` cut at random field boundaries into one or more concatenated pieces."""
+    pieces: list[bytes] = []
+    start = 0
+    while start < len(fields):
+        size = draw(st.integers(1, len(fields) - start))
+        pieces.append(b"".join(fields[start : start + size]))
+        start += size
+    return pieces or [b""]
+
+
+def list_fields(draw: st.DrawFn, kind: int, values: list[Any]) -> list[bytes]:
+    """The fields of a list body: values packed or not, in chunks, among unknown fields."""
+    noise = st.one_of(
+        unknown_field(2),
+        st.just(tag(1, 1) + bytes(8) if kind == 3 else tag(1, 0) + b"\x05"),
+    )
+    fields: list[bytes] = []
+    start = 0
+    while start < len(values) or draw(st.integers(0, 4)) == 0:
+        chunk = values[start : start + draw(st.integers(0, 30))]
+        start += len(chunk)
+        if draw(st.integers(0, 3)) == 0:
+            fields.append(draw(noise))
+        pad = draw(paddings)  # one padding for the whole chunk keeps the examples cheap to draw
+        if kind == 1:
+            fields.extend(ld(1, value, pad) for value in chunk)
+        elif kind == 2:
+            raw = [np.array([x], dtype="<f4").tobytes() for x in chunk]
+            if draw(st.booleans()):
+                fields.append(ld(1, b"".join(raw), draw(paddings)))
+            else:
+                fields.extend(tag(1, 5) + item for item in raw)
+        elif draw(st.booleans()):
+            run = b"".join(padded(x & (1 << 64) - 1, pad) for x in chunk)
+            fields.append(ld(1, run, draw(paddings)))
+        else:
+            fields.extend(tag(1, 0) + padded(x & (1 << 64) - 1, pad) for x in chunk)
+        if start >= len(values) and draw(st.booleans()):
+            break
+    return fields
+
+
+def feature_fields(draw: st.DrawFn, spec: Spec) -> list[bytes]:
+    """The fields of a Feature: replaced members of the oneof, then the list cut into pieces."""
+    kind, values = spec
+    noise = unknown_field(4)
+    fields: list[bytes] = [draw(noise) for _ in range(draw(st.integers(0, 1)))]
+    if kind == 0:
+        return fields
+    decoys = draw(st.lists(st.sampled_from([1, 2, 3]), max_size=2))
+    if decoys and decoys[-1] == kind:
+        decoys.append(kind % 3 + 1)
+    for decoy in decoys:
+        decoy_values = draw(LIST_VALUES[decoy])
+        fields.append(ld(decoy, b"".join(list_fields(draw, decoy, decoy_values))))
+    for piece in split(draw, list_fields(draw, kind, values)):
+        fields.append(ld(kind, piece, draw(paddings)))
+        if draw(st.integers(0, 3)) == 0:
+            fields.append(draw(noise))
+    return fields
+
+
+def entry_fields(draw: st.DrawFn, key: bytes, spec: Spec) -> bytes:
+    """The body of a map entry: key and value fields in any order, the value in merged pieces."""
+    values = [ld(2, piece, draw(paddings)) for piece in split(draw, feature_fields(draw, spec))]
+    if spec[0] == 0 and draw(st.booleans()):
+        values = []
+    fields = list(values)
+    if key or draw(st.booleans()):
+        position = draw(st.integers(0, len(fields)))
+        fields.insert(position, ld(1, key, draw(paddings)))
+        if draw(st.integers(0, 4)) == 0:
+            fields.insert(draw(st.integers(0, position)), ld(1, draw(raw_keys)))
+    if draw(st.integers(0, 5)) == 0:
+        fields.insert(draw(st.integers(0, len(fields))), draw(unknown_field(3)))
+    return b"".join(fields)
+
+
+def map_fields(draw: st.DrawFn, entries: list[bytes]) -> bytes:
+    """A Features or FeatureLists body: the entries as field 1, among unknown fields."""
+    fields: list[bytes] = []
+    for entry in entries:
+        if draw(st.integers(0, 4)) == 0:
+            fields.append(draw(unknown_field(2)))
+        fields.append(ld(1, entry, draw(paddings)))
+    return b"".join(fields)
+
+
+@st.composite
+def hand_made_examples(draw: st.DrawFn) -> bytes:
+    features = draw(st.dictionaries(raw_keys, specs, max_size=6))
+    entries: list[bytes] = []
+    for key, spec in features.items():
+        if draw(st.integers(0, 3)) == 0:
+            entries.append(entry_fields(draw, key, draw(specs)))
+        entries.append(entry_fields(draw, key, spec))
+    outer = [draw(unknown_field(2)) for _ in range(draw(st.integers(0, 1)))]
+    for piece in split(draw, [map_fields(draw, [entry]) for entry in entries]):
+        outer.append(ld(1, piece, draw(paddings)))
+        if draw(st.integers(0, 3)) == 0:
+            outer.append(draw(unknown_field(2)))
+    return b"".join(outer)
+
+
+@st.composite
+def hand_made_sequence_examples(draw: st.DrawFn) -> bytes:
+    context = draw(st.dictionaries(raw_keys, specs, max_size=3))
+    lists = draw(st.dictionaries(raw_keys, st.lists(specs, max_size=3), max_size=3))
+    context_entries = [entry_fields(draw, key, spec) for key, spec in context.items()]
+    list_entries: list[bytes] = []
+    for key, steps in lists.items():
+        steps_fields = [ld(1, b"".join(feature_fields(draw, spec))) for spec in steps]
+        values = [ld(2, piece) for piece in split(draw, steps_fields)]
+        fields = [ld(1, key), *values]
+        if draw(st.booleans()):
+            fields.reverse()
+        list_entries.append(b"".join(fields))
+    parts = [ld(1, map_fields(draw, context_entries)), ld(2, map_fields(draw, list_entries))]
+    if draw(st.booleans()):
+        parts.reverse()
+    if draw(st.integers(0, 3)) == 0:
+        parts.insert(1, draw(unknown_field(3)))
+    return b"".join(parts)
+
+
+LIST_NAMES = ("bytes_list", "float_list", "int64_list")
+
+
+def pb_features(features: dict[str, Spec]) -> Any:
+    message = proto.Features()
+    for key, (kind, values) in features.items():
+        feature = message.feature[key]
+        if kind:
+            kind_list = getattr(feature, LIST_NAMES[kind - 1])
+            kind_list.SetInParent()
+            kind_list.value.extend(values)
+    return message
+
+
+@st.composite
+def protobuf_examples(draw: st.DrawFn) -> bytes:
+    features = draw(st.dictionaries(text_keys, specs, max_size=6))
+    message = proto.Example(features=pb_features(features))
+    return bytes(message.SerializeToString(deterministic=draw(st.booleans())))
+
+
+@st.composite
+def protobuf_sequence_examples(draw: st.DrawFn) -> bytes:
+    message = proto.SequenceExample(context=pb_features(draw(st.dictionaries(text_keys, specs))))
+    for key, steps in draw(st.dictionaries(text_keys, st.lists(specs, max_size=3))).items():
+        feature_list = message.feature_lists.feature_list[key]
+        feature_list.SetInParent()
+        for step in steps:
+            feature_list.feature.add().CopyFrom(pb_features({"": step}).feature[""])
+    return bytes(message.SerializeToString())
+
+
+@st.composite
+def mutated(draw: st.DrawFn, valid: st.SearchStrategy[bytes]) -> bytes:
+    data = bytearray(draw(valid))
+    for _ in range(draw(st.integers(1, 3))):
+        position = draw(st.integers(0, len(data)))
+        action = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
+        if action == "insert":
+            data[position:position] = draw(st.binary(min_size=1, max_size=3))
+        elif position < len(data):
+            if action == "flip":
+                data[position] ^= draw(st.integers(1, 255))
+            elif action == "delete":
+                del data[position]
+            else:
+                del data[position:]
+    return bytes(data)
+
+
+# --- the build -------------------------------------------------------------------------------
+
+
+def test_packed_run_threshold_matches_varint(sp: accel.Speedups) -> None:
+    """Error messages of packed runs depend on their length; C and Python split at one place."""
+    assert sp.SMALL_DECODE_BYTES == varint.SMALL_DECODE_BYTES
+
+
+def test_accel_selects_the_extension_unless_pure_python_is_forced(
+    sp: accel.Speedups, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(accel.PURE_PYTHON_VARIABLE, raising=False)
+    assert accel.load_speedups() is sp
+    monkeypatch.setenv(accel.PURE_PYTHON_VARIABLE, "0")
+    assert accel.load_speedups() is sp
+    monkeypatch.setenv(accel.PURE_PYTHON_VARIABLE, "1")
+    assert accel.load_speedups() is None
+
+
+def test_accel_without_the_extension_is_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(accel.PURE_PYTHON_VARIABLE, raising=False)
+    monkeypatch.setitem(sys.modules, "codegen._speedups", None)  # import raises ImportError
+    assert accel.load_speedups() is None
+
+
+# --- valid encodings --------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.one_of(protobuf_examples(), hand_made_examples()))
+def test_examples_parse_and_decode_like_python(sp: accel.Speedups, data: bytes) -> None:
+    assert_bodies_same(sp, data)
+
+
+@SETTINGS
+@given(st.one_of(protobuf_sequence_examples(), hand_made_sequence_examples()))
+def test_sequence_examples_parse_like_python(sp: accel.Speedups, data: bytes) -> None:
+    assert c_sequence(sp, data) == py_sequence(data)
+    try:
+        context, lists = wire.PURE_PYTHON.parse_sequence_example(data)
+    except RecordError:
+        return
+    bodies = [body for _, body in context.values()]
+    bodies += [body for steps in lists.values() for _, body in steps]
+    for body in bodies:
+        assert c_lists(sp, body) == py_lists(body)
+
+
+@SETTINGS
+@given(hand_made_examples())
+def test_hand_made_examples_read_like_protobuf(sp: accel.Speedups, data: bytes) -> None:
+    """Cross-check with protobuf itself where it keeps every map entry."""
+    try:
+        message = proto.Example.FromString(data)
+    except Exception:
+        assert c_example(sp, data)[0] == "error"
+        return
+    if any(field.field_number == 1 for field in _unknown(message.features)):
+        return  # upb keeps an entry with unknown fields as an unknown field
+    parsed = sp.parse_example(data)
+    for key, feature in message.features.feature.items():
+        kind, body = parsed[key.encode()]
+        which = feature.WhichOneof("kind")
+        assert kind == (0 if which is None else LIST_NAMES.index(which) + 1)
+        if kind == 3:
+            values = np.frombuffer(sp.decode_int64_values(body), "<i8").tolist()
+            assert values == list(feature.int64_list.value)
+        elif kind == 2:
+            expected = np.array(feature.float_list.value, "<f4").tobytes()
+            assert bytes(sp.decode_float_values(body)) == expected
+        elif kind == 1:
+            assert sp.decode_bytes_values(body) == list(feature.bytes_list.value)
+    assert len(parsed) == len(message.features.feature)
+
+
+def _unknown(message: Any) -> Any:
+    from google.protobuf import unknown_fields
+
+    return unknown_fields.UnknownFieldSet(message)
+
+
+def test_decoded_buffers_are_writable_numpy_arrays(sp: accel.Speedups) -> None:
+    body = bytes(proto.Int64List(value=[1, -2, 300]).SerializeToString())
+    ints = np.frombuffer(sp.decode_int64_values(body), "<i8")
+    ints[0] = 7
+    assert ints.flags.writeable and ints.tolist() == [7, -2, 300]
+    floats = np.frombuffer(sp.decode_float_values(ld(1, np.array([0.5], "<f4").tobytes())), "<f4")
+    floats[0] += 1
+    assert floats.tolist() == [1.5]
+    assert sp.decode_int64_values(b"") == bytearray() and sp.decode_bytes_values(b"") == []
+
+
+def test_inputs_may_be_any_bytes_like_object(sp: accel.Speedups) -> None:
+    data = bytes(proto.Example(features=pb_features({"k": (3, [5])})).SerializeToString())
+    assert (
+        sp.parse_example(bytearray(data))
+        == sp.parse_example(memoryview(data))
+        == {b"k": (3, b"\x0a\x01\x05")}
+    )
+    assert bytes(sp.decode_int64_values(memoryview(b"\x0a\x01\x05"))) == bytes(np.array([5], "<i8"))
+    with pytest.raises(TypeError):
+        sp.parse_example("text")  # type: ignore[arg-type]
+
+
+# --- malformed encodings ---------------------------------------------------------------------
+
+GOOD_ENTRY = ld(1, ld(1, b"k") + ld(2, ld(3, ld(1, b"\x01"))))
+
+MALFORMED = {
+    "truncated tag": b"\x80",
+    "truncated varint": b"\x08\x80",
+    "varint longer than 10 bytes": b"\x08" + b"\xff" * 10 + b"\x01",
+    "varint of 10 continuation bytes at the end": b"\x08" + b"\xff" * 10,
+    "tag longer than 32 bits": b"\x88\x80\x80\x80\x70\x01",
+    "tag of six bytes": b"\x88\x80\x80\x80\x80\x00\x01",
+    "field number 0": b"\x00\x01",
+    "field number 0 in a long tag": b"\x80\x00",
+    "length past the end": b"\x0a\x05\x0a\x00",
+    "huge length": b"\x12\x80\x80\x80\x80\x80\x80\x80\x80\x10",
+    "largest length": b"\x12" + b"\xff" * 9 + b"\x01",
+    "wire type 6": b"\x0e",
+    "wire type 7": b"\x08\x01\x0f",
+    "unmatched end group": b"\x0c",
+    "mismatched end group": b"\x0b\x14",
+    "unclosed group": b"\x0b\x08\x01",
+    "unclosed nested group": b"\x0b\x13\x1b\x08\x01",
+    "truncated fixed64": b"\x09" + bytes(7),
+    "truncated fixed32": b"\x0d" + bytes(3),
+    "end group in features": ld(1, GOOD_ENTRY + b"\x0c"),
+    "entry past features": ld(1, GOOD_ENTRY[:-1]) + GOOD_ENTRY[-1:],
+    "truncated entry length": b"\x0a\x02\x0a\x80",
+    "entry with a three-byte length": ld(1, b"\x0a\x85\x80\x00" + ld(1, b"k") + b"\x12\x00"),
+    "bad key": ld(1, ld(1, ld(1, b"\xff\xfe") + ld(2, b""))),
+    "truncated key": ld(1, ld(1, ld(1, b"a\xe2\x82") + ld(2, b""))),
+    "surrogate key": ld(1, ld(1, ld(1, b"\xed\xa0\x80") + ld(2, b""))),
+    "bad second key": ld(1, ld(1, ld(1, b"\xc3") + ld(1, b"k"))),
+    "bad key after the value": ld(1, ld(1, ld(2, ld(3, b"\x0a\x05")) + ld(1, b"\x80"))),
+    "feature past entry": ld(1, ld(1, ld(1, b"k") + b"\x12\x05\x1a\x00")),
+    "bad field in feature": ld(1, ld(1, ld(1, b"k") + ld(2, b"\x1a\x00\x0f"))),
+    "malformed list replaced by a later kind": ld(
+        1, ld(1, ld(1, b"k") + ld(2, ld(3, b"\x0a\x05\x01") + ld(2, b"")))
+    ),
+    "malformed floats replaced": ld(
+        1, ld(1, ld(1, b"k") + ld(2, ld(2, ld(1, b"abc")) + ld(1, b"")))
+    ),
+    "malformed bytes replaced": ld(1, ld(1, ld(1, b"k") + ld(2, ld(1, b"\x0b") + ld(3, b"")))),
+    "replaced twice": ld(1, ld(1, ld(1, b"k") + ld(2, ld(3, b"") + ld(2, b"\x0d") + ld(1, b"")))),
+    "replaced across value pieces": ld(
+        1, ld(1, ld(1, b"k") + ld(2, ld(3, b"\x08")) + ld(2, ld(3, b"\x01") + ld(1, b"")))
+    ),
+    "group split across merged lists": ld(
+        1, ld(1, ld(1, b"k") + ld(2, ld(3, b"\x0b") + ld(3, b"\x0c")))
+    ),
+    "bad merged list after a good one": ld(
+        1, ld(1, ld(1, b"k") + ld(2, ld(3, b"\x08\x01")) + ld(2, ld(3, b"\x0f")))
+    ),
+    "long packed run truncated": ld(1, b"\x01" * 20 + b"\x80\x80"),
+    "long packed run ends in 10 continuation bytes": ld(1, b"\x01" * 20 + b"\xff" * 10),
+    "long packed run ends in 11 continuation bytes": ld(1, b"\x01" * 20 + b"\xff" * 11),
+    "long packed run with an 11-byte varint": ld(1, b"\x01" * 20 + b"\xff" * 10 + b"\x01"),
+    "long packed run with an 11-byte varint and a truncated end": ld(
+        1, b"\xff" * 10 + b"\x01" + b"\x02" * 10 + b"\x80"
+    ),
+    "short packed run truncated": ld(1, b"\x01\x80"),
+    "short packed run ends in 10 continuation bytes": ld(1, b"\xff" * 10),
+    "packed floats not a multiple of 4": ld(1, bytes(7)),
+    "packed floats in chunks": ld(1, bytes(4)) + ld(1, bytes(5)),
+    "bytes length past the end": b"\x0a\x05abc",
+    "bytes long length past the end": b"\x0a\x80\x01abc",
+    "sequence feature list past the end": ld(2, ld(1, ld(1, b"s") + ld(2, b"\x0a\x05"))),
+    "sequence context end group": ld(1, b"\x0c"),
+    "sequence bad list key": ld(2, ld(1, ld(1, b"\x80"))),
+    "sequence bad step": ld(2, ld(1, ld(1, b"s") + ld(2, ld(1, ld(3, b"\x0f") + ld(1, b""))))),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=str)
+def test_malformed_bytes_raise_the_same_errors(sp: accel.Speedups, case: str) -> None:
+    data = MALFORMED[case]
+    python = [py_example(data), py_sequence(data), *py_lists(data)]
+    assert any(kind == "error" for kind, _ in python), "the case should be malformed somewhere"
+    assert [c_example(sp, data), c_sequence(sp, data), *c_lists(sp, data)] == python
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0x81, 0xFF]), max_size=40))
+def test_packed_int64_runs_of_any_shape(sp: accel.Speedups, run: list[int]) -> None:
+    body = ld(1, bytes(run))
+    assert c_lists(sp, body) == py_lists(body)
+    assert c_lists(sp, b"\x08\x01" + body) == py_lists(b"\x08\x01" + body)
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        b"\x0b" * 3000 + b"\x0c" * 3000,
+        b"\x0b" * 3000 + b"\x0c" * 2999,
+        b"\x0b" * 3000 + b"\x14" + b"\x0c" * 2999,
+        b"\x0b\x13" * 1500 + b"\x14\x0c" * 1499 + b"\x0c",
+    ],
+    ids=["closed", "unclosed", "mismatched", "alternating, mismatched last"],
+)
+def test_deeply_nested_unknown_groups(sp: accel.Speedups, groups: bytes) -> None:
+    data = ld(1, GOOD_ENTRY + tag(9, 3) + groups + tag(9, 4)) + groups
+    assert c_example(sp, data) == py_example(data)
+    assert c_lists(sp, groups) == py_lists(groups)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=100))
+def test_random_bytes(sp: accel.Speedups, data: bytes) -> None:
+    assert_same(sp, data)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(st.one_of(hand_made_examples(), hand_made_sequence_examples(), protobuf_examples())))
+def test_mutated_encodings(sp: accel.Speedups, data: bytes) -> None:
+    assert_bodies_same(sp, data)
+
+
+# --- encode_int64_packed -------------------------------------------------------------------
+
+
+@SETTINGS
+@given(int_values)
+def test_encode_int64_packed_equals_protobuf(sp: accel.Speedups, values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    body = bytes(proto.Int64List(value=values).SerializeToString())
+    payload = body[varint.read_varint(body, 1, len(body), "Int64List")[1] :] if values else b""
+    assert body == (ld(1, payload) if values else b"")
+    assert sp.encode_int64_packed(array) == payload
+    assert sp.encode_int64_packed(array.data) == payload
+    assert sp.encode_int64_packed(array) == varint.encode_packed_int64(array)
+
+
+def test_encode_int64_packed_takes_any_shape_in_c_order(sp: accel.Speedups) -> None:
+    matrix = np.array([[1, -1], [300, INT64_MIN]], dtype=np.int64)
+    expected = b"".join(wire.encode_varint(v) for v in (1, -1, 300, INT64_MIN))
+    assert sp.encode_int64_packed(matrix) == expected
+    assert sp.encode_int64_packed(np.array([], dtype=np.int64)) == b""
+    assert len(sp.encode_int64_packed(np.array([-1], dtype=np.int64))) == 10
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (np.array([1.0]), "got format 'd' with 8-byte items"),
+        (np.array([1], dtype=np.int32), "got format 'i' with 4-byte items"),
+        (np.array([1], dtype=np.uint64), "got format 'L' with 8-byte items"),
+        (np.array([1], dtype=">i8"), "got format '>q'"),
+        (np.arange(4, dtype=np.int64)[::2], "got a non-contiguous numpy.ndarray"),
+        (b"12345678", "got format 'B' with 1-byte items"),
+    ],
+    ids=["float64", "int32", "uint64", "big-endian", "strided", "bytes"],
+)
+def test_encode_int64_packed_rejects_other_buffers(
+    sp: accel.Speedups, values: object, message: str
+) -> None:
+    with pytest.raises(RecordError, match="encode_int64_packed: expected a C-contiguous buffer"):
+        sp.encode_int64_packed(values)
+    with pytest.raises(RecordError) as info:
+        sp.encode_int64_packed(values)
+    assert message in str(info.value)
+
+
+# --- scan_batch -------------------------------------------------------------------------------
+
+ScanResult = list[tuple[bytes, bytes, bytes, bytes, list[bytes]]]
+
+
+def scan_reference(
+    sp: accel.Speedups, records: Sequence[bytes], keys: tuple[bytes, ...]
+) -> Outcome:
+    """What scan_batch gives, by parsing and decoding each record with the Python functions."""
+    kinds: list[list[int]] = [[] for _ in keys]
+    counts: list[list[int]] = [[] for _ in keys]
+    ints: list[list[bytes]] = [[] for _ in keys]
+    floats: list[list[bytes]] = [[] for _ in keys]
+    strings: list[list[bytes]] = [[] for _ in keys]
+
+    def run() -> ScanResult:
+        for index, record in enumerate(records):
+            try:
+                features = wire.PURE_PYTHON.parse_example(record)
+                for j, key in enumerate(keys):
+                    kind, body = features.get(key, (sp.ABSENT, b""))
+                    count = 0
+                    if kind == 3:
+                        array = wire.PURE_PYTHON.decode_int64_list(body)
+                        ints[j].append(array.astype("<i8").tobytes())
+                        count = array.size
+                    elif kind == 2:
+                        floats_array = wire.PURE_PYTHON.decode_float_list(body)
+                        floats[j].append(floats_array.astype("<f4").tobytes())
+                        count = floats_array.size
+                    elif kind == 1:
+                        values = wire.PURE_PYTHON.decode_bytes_list(body)
+                        strings[j].extend(values)
+                        count = len(values)
+                    kinds[j].append(kind)
+                    counts[j].append(count)
+            except RecordError as exc:
+                raise RecordError(f"record {index}: {exc}") from None
+        return [
+            (
+                bytes(kinds[j]),
+                np.array(counts[j], "<i8").tobytes(),
+                b"".join(ints[j]),
+                b"".join(floats[j]),
+                strings[j],
+            )
+            for j in range(len(keys))
+        ]
+
+    return outcome(run)
+
+
+def scan_c(sp: accel.Speedups, records: Sequence[bytes], keys: tuple[bytes, ...]) -> Outcome:
+    def run() -> ScanResult:
+        result = sp.scan_batch(records, keys)
+        for columns in result:
+            assert [type(column) for column in columns] == [bytearray] * 4 + [list]
+        return [(bytes(a), bytes(b), bytes(c), bytes(d), e) for a, b, c, d, e in result]
+
+    return outcome(run)
+
+
+SCAN_KEYS = [b"a", b"b", b"\xc3\xa9", b""]
+
+
+@st.composite
+def scan_records(draw: st.DrawFn) -> bytes:
+    features = draw(st.dictionaries(st.sampled_from(SCAN_KEYS + [b"other"]), specs, max_size=5))
+    entries = [entry_fields(draw, key, spec) for key, spec in features.items()]
+    return ld(1, map_fields(draw, entries))
+
+
+@SETTINGS
+@given(
+    st.lists(st.one_of(scan_records(), protobuf_examples()), max_size=6),
+    st.lists(st.sampled_from(SCAN_KEYS + [b"missing"]), max_size=5).map(tuple),
+)
+def test_scan_batch_equals_decoding_each_record(
+    sp: accel.Speedups, records: list[bytes], keys: tuple[bytes, ...]
+) -> None:
+    assert scan_c(sp, records, keys) == scan_reference(sp, records, keys)
+
+
+@SETTINGS
+@given(st.lists(mutated(scan_records()), min_size=1, max_size=3))
+def test_scan_batch_reports_the_malformed_record(sp: accel.Speedups, records: list[bytes]) -> None:
+    keys = tuple(SCAN_KEYS)
+    assert scan_c(sp, records, keys) == scan_reference(sp, records, keys)
+
+
+def test_scan_batch_columns(sp: accel.Speedups) -> None:
+    features: dict[str, Spec] = {"i": (3, [1, 2]), "f": (2, [0.5]), "s": (1, [b"x"])}
+    first = proto.Example(features=pb_features(features))
+    second = proto.Example(features=pb_features({"i": (2, [1.5]), "s": (0, [])}))
+    records = (first.SerializeToString(), second.SerializeToString(), b"")
+    (kinds, counts, ints, floats, strings), twice, none = sp.scan_batch(records, (b"i", b"i", b"s"))
+    assert list(kinds) == [3, 2, sp.ABSENT]
+    assert np.frombuffer(counts, "<i8").tolist() == [2, 1, 0]
+    assert np.frombuffer(ints, "<i8").tolist() == [1, 2]
+    assert np.frombuffer(floats, "<f4").tolist() == [1.5]
+    assert strings == []
+    assert twice == (kinds, counts, ints, floats, strings)
+    assert list(none[0]) == [1, 0, sp.ABSENT] and none[4] == [b"x"]
+    assert sp.scan_batch([], (b"i",)) == [(bytearray(), bytearray(), bytearray(), bytearray(), [])]
+    assert sp.scan_batch(records, ()) == []
+
+
+def test_scan_batch_rejects_keys_that_are_not_bytes(sp: accel.Speedups) -> None:
+    with pytest.raises(TypeError, match="scan_batch: key 1 is a str, not bytes"):
+        sp.scan_batch([b""], (b"a", "b"))  # type: ignore[arg-type]
+
+
+# --- resources -------------------------------------------------------------------------------
+
+
+def test_no_memory_is_kept_across_calls(sp: accel.Speedups) -> None:
+    """Results and errors release everything they allocate (checked with tracemalloc)."""
+    good = bytes(
+        proto.Example(
+            features=pb_features({"i": (3, list(range(300))), "f": (2, [1.0]), "é": (1, [b"x"])})
+        ).SerializeToString()
+    )
+    merged = MALFORMED["bad merged list after a good one"]
+    cases = [good, merged, *MALFORMED.values()]
+
+    def work() -> None:
+        for data in cases:
+            for call in (
+                sp.parse_example,
+                sp.parse_sequence_example,
+                sp.decode_int64_values,
+                sp.decode_float_values,
+                sp.decode_bytes_values,
+            ):
+                try:
+                    call(data)
+                except RecordError:
+                    pass
+            try:
+                sp.scan_batch([good, data], (b"i", b"f", "é".encode()))
+            except RecordError:
+                pass
+        sp.encode_int64_packed(np.arange(100, dtype=np.int64))
+
+    work()
+    references = sys.getrefcount(good)
+    tracemalloc.start()
+    try:
+        work()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(20):
+            work()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after - before < 4096
+    assert sys.getrefcount(good) == references
