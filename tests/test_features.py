@@ -63,7 +63,9 @@ SCALAR_CLASSES: dict[Kind, type[Codec[Any]]] = {
 }
 
 
-def make(dtype: DType, shape: Shape, *, key: str = "k", name: str = "x", **kwargs: Any) -> Codec[Any]:
+def make(
+    dtype: DType, shape: Shape, *, key: str = "k", name: str = "x", **kwargs: Any
+) -> Codec[Any]:
     """The codec class a generated module would use for ``dtype`` and ``shape``."""
     cls: type[Codec[Any]]
     if shape == ():
@@ -164,10 +166,14 @@ def packed_ints(*values: int) -> bytes:
         ),
         (
             lambda: NumericTensor("R", "x", "k", FLOAT64, (3,)),
-            "R.x: dtype float64 does not travel in a tf.train.Feature list (it needs encoding: raw)",
+            "R.x: dtype float64 does not travel in a tf.train.Feature list (it needs encoding: "
+            "raw)",
         ),
         (lambda: TextScalar("R", "x", "k", BYTES, ()), "R.x: TextScalar cannot hold dtype bytes"),
-        (lambda: FloatScalar("R", "x", "k", FLOAT32, (1,)), "R.x: FloatScalar needs shape (), got (1,)"),
+        (
+            lambda: FloatScalar("R", "x", "k", FLOAT32, (1,)),
+            "R.x: FloatScalar needs shape (), got (1,)",
+        ),
         (
             lambda: NumericTensor("R", "x", "k", INT64, ()),
             "R.x: NumericTensor needs a shape of rank >= 1, got ()",
@@ -178,7 +184,8 @@ def packed_ints(*values: int) -> bytes:
         ),
         (
             lambda: TextList("R", "x", "k", STRING, (2, None)),
-            "R.x: dimension 1 of shape (2, None) must be a positive int (only the first may be None)",
+            "R.x: dimension 1 of shape (2, None) must be a positive int (only the first may be "
+            "None)",
         ),
         (
             lambda: IntScalar("R", "x", "k", INT64, (), default=1, optional=True),
@@ -273,7 +280,8 @@ def assert_plain(value: Any) -> None:
         (
             make(INT64, ()),
             2**63,
-            "R.x: value 9223372036854775808 out of range for int64 [-9223372036854775808, 9223372036854775807]",
+            "R.x: value 9223372036854775808 out of range for int64 [-9223372036854775808, "
+            "9223372036854775807]",
         ),
         (make(UINT8, ()), 300, "R.x: value 300 out of range for uint8 [0, 255]"),
         (make(UINT8, ()), -1, "R.x: value -1 out of range for uint8 [0, 255]"),
@@ -285,7 +293,8 @@ def assert_plain(value: Any) -> None:
         (
             make(FLOAT32, ()),
             1e39,
-            "R.x: value 1e+39 out of range for float32 [-3.4028234663852886e+38, 3.4028234663852886e+38]",
+            "R.x: value 1e+39 out of range for float32 [-3.4028234663852886e+38, "
+            "3.4028234663852886e+38]",
         ),
         (
             make(FLOAT32, ()),
@@ -296,7 +305,8 @@ def assert_plain(value: Any) -> None:
         (
             make(FLOAT32, ()),
             10**400,
-            f"R.x: value {10**400!r} out of range for float32 [-3.4028234663852886e+38, 3.4028234663852886e+38]",
+            f"R.x: value {10**400!r} out of range for float32 [-3.4028234663852886e+38, "
+            "3.4028234663852886e+38]",
         ),
         (make(STRING, ()), b"x", "R.x: expected string, got bytes b'x'"),
         (make(STRING, ()), 5, "R.x: expected string, got int 5"),
@@ -310,7 +320,9 @@ def assert_plain(value: Any) -> None:
         (make(BYTES, ()), "y" * 100, "R.x: expected bytes, got str '" + "y" * 36 + "..."),
     ],
 )
-def test_coerce_rejects_scalars_with_exact_messages(codec: Codec[Any], value: Any, message: str) -> None:
+def test_coerce_rejects_scalars_with_exact_messages(
+    codec: Codec[Any], value: Any, message: str
+) -> None:
     with pytest.raises(RecordError) as info:
         codec.coerce(value)
     assert str(info.value) == message
@@ -335,7 +347,9 @@ def test_coerce_rejects_scalars_with_exact_messages(codec: Codec[Any], value: An
         (BOOL, (None,), np.array([], dtype=np.float64), np.zeros(0, bool)),
     ],
 )
-def test_numeric_tensor_coerce_makes_new_owned_arrays(dtype: DType, shape: Shape, value: Any, expected: Any) -> None:
+def test_numeric_tensor_coerce_makes_new_owned_arrays(
+    dtype: DType, shape: Shape, value: Any, expected: Any
+) -> None:
     codec = make(dtype, shape)
     got = codec.coerce(value)
     assert_same(got, expected)
@@ -372,25 +386,42 @@ def test_numeric_tensor_coerce_copies_its_input() -> None:
         (FLOAT32, (2,), [[1], [2, 3]], "R.x: expected shape (2,), got a ragged nested list"),
         (FLOAT32, (2,), "ab", "R.x: expected float32 values with shape (2,), got str 'ab'"),
         (FLOAT32, (2,), None, "R.x: expected float32 values with shape (2,), got None"),
-        (FLOAT32, (2,), range(2), "R.x: expected float32 values with shape (2,), got range range(0, 2)"),
+        (
+            FLOAT32,
+            (2,),
+            range(2),
+            "R.x: expected float32 values with shape (2,), got range range(0, 2)",
+        ),
         (FLOAT32, (2,), ["a", "b"], "R.x: expected float32 values, got list of str ['a', 'b']"),
-        (FLOAT32, (2,), [True, False], "R.x: expected float32 values, got list of bool [True, False]"),
+        (
+            FLOAT32,
+            (2,),
+            [True, False],
+            "R.x: expected float32 values, got list of bool [True, False]",
+        ),
         (FLOAT32, (1,), [1j], "R.x: expected float32 values, got list of complex [1j]"),
         (FLOAT32, (2,), [1.0, None], "R.x: expected float32 values, got list holding None"),
         (
             FLOAT32,
             (2,),
             [1.0, 1e39],
-            "R.x: value 1e+39 out of range for float32 [-3.4028234663852886e+38, 3.4028234663852886e+38]",
+            "R.x: value 1e+39 out of range for float32 [-3.4028234663852886e+38, "
+            "3.4028234663852886e+38]",
         ),
         (
             FLOAT32,
             (2,),
             [1, 10**400],
-            f"R.x: value {10**400!r} out of range for float32 [-3.4028234663852886e+38, 3.4028234663852886e+38]",
+            f"R.x: value {10**400!r} out of range for float32 [-3.4028234663852886e+38, "
+            "3.4028234663852886e+38]",
         ),
         (INT64, (2,), [1.0, 2.0], "R.x: expected int64 values, got list of float [1.0, 2.0]"),
-        (INT64, (2,), np.array([1, 2.5]), "R.x: expected int64 values, got ndarray of float64 array([1. , 2.5])"),
+        (
+            INT64,
+            (2,),
+            np.array([1, 2.5]),
+            "R.x: expected int64 values, got ndarray of float64 array([1. , 2.5])",
+        ),
         (INT64, (2,), [True, False], "R.x: expected int64 values, got list of bool [True, False]"),
         (INT64, (2,), [1, "2"], "R.x: expected int64 values, got list of str [1, '2']"),
         (INT64, (2,), [1, True, None], "R.x: expected int64 values, got list holding bool True"),
@@ -398,13 +429,15 @@ def test_numeric_tensor_coerce_copies_its_input() -> None:
             INT64,
             (2,),
             [1, 2**70],
-            "R.x: value 1180591620717411303424 out of range for int64 [-9223372036854775808, 9223372036854775807]",
+            "R.x: value 1180591620717411303424 out of range for int64 [-9223372036854775808, "
+            "9223372036854775807]",
         ),
         (
             INT64,
             (1,),
             np.array([2**63], np.uint64),
-            "R.x: value 9223372036854775808 out of range for int64 [-9223372036854775808, 9223372036854775807]",
+            "R.x: value 9223372036854775808 out of range for int64 [-9223372036854775808, "
+            "9223372036854775807]",
         ),
         (UINT8, (2,), [1, 300], "R.x: value 300 out of range for uint8 [0, 255]"),
         (UINT8, (2,), np.array([-1, 3]), "R.x: value -1 out of range for uint8 [0, 255]"),
@@ -424,25 +457,67 @@ def test_numeric_tensor_coerce_rejects_with_exact_messages(
 @pytest.mark.parametrize(
     ("dtype", "shape", "value", "message"),
     [
-        (STRING, (None,), "abc", "R.x: expected an iterable of string values with shape (None,), got str 'abc'"),
-        (STRING, (None,), 5, "R.x: expected an iterable of string values with shape (None,), got int 5"),
-        (STRING, (None,), None, "R.x: expected an iterable of string values with shape (None,), got None"),
+        (
+            STRING,
+            (None,),
+            "abc",
+            "R.x: expected an iterable of string values with shape (None,), got str 'abc'",
+        ),
+        (
+            STRING,
+            (None,),
+            5,
+            "R.x: expected an iterable of string values with shape (None,), got int 5",
+        ),
+        (
+            STRING,
+            (None,),
+            None,
+            "R.x: expected an iterable of string values with shape (None,), got None",
+        ),
         (STRING, (None,), ["a", 1], "R.x[1]: expected string, got int 1"),
         (STRING, (None,), ["a", b"b"], "R.x[1]: expected string, got bytes b'b'"),
-        (STRING, (None,), ["ok", "\udc80"], "R.x[1]: expected a string encodable as UTF-8, got str '\\udc80'"),
+        (
+            STRING,
+            (None,),
+            ["ok", "\udc80"],
+            "R.x[1]: expected a string encodable as UTF-8, got str '\\udc80'",
+        ),
         (STRING, (3,), ["a", "b"], "R.x: expected 3 items (shape (3,)), got 2"),
         (STRING, (1,), [], "R.x: expected 1 item (shape (1,)), got 0"),
-        (STRING, (None, 2), [["a", "b"], ["c"]], "R.x[1]: expected 2 items (shape (None, 2)), got 1"),
-        (STRING, (2, 3), [["a", "b", "c"], "def", "g"], "R.x: expected 2 items (shape (2, 3)), got 3"),
+        (
+            STRING,
+            (None, 2),
+            [["a", "b"], ["c"]],
+            "R.x[1]: expected 2 items (shape (None, 2)), got 1",
+        ),
+        (
+            STRING,
+            (2, 3),
+            [["a", "b", "c"], "def", "g"],
+            "R.x: expected 2 items (shape (2, 3)), got 3",
+        ),
         (STRING, (2, 3), [["a", "b", "c"], 7], "R.x[1]: expected an iterable, got int 7"),
         (STRING, (2, 1), [["a"], b"b"], "R.x[1]: expected an iterable, got bytes b'b'"),
-        (STRING, (None, 1), [["a"], ["b", "c"]], "R.x[1]: expected 1 item (shape (None, 1)), got 2"),
+        (
+            STRING,
+            (None, 1),
+            [["a"], ["b", "c"]],
+            "R.x[1]: expected 1 item (shape (None, 1)), got 2",
+        ),
         (STRING, (None, 2, 1), [[["a"], [5]]], "R.x[0][1][0]: expected string, got int 5"),
-        (BYTES, (None,), b"abc", "R.x: expected an iterable of bytes values with shape (None,), got bytes b'abc'"),
+        (
+            BYTES,
+            (None,),
+            b"abc",
+            "R.x: expected an iterable of bytes values with shape (None,), got bytes b'abc'",
+        ),
         (BYTES, (None,), [b"a", "b"], "R.x[1]: expected bytes, got str 'b'"),
     ],
 )
-def test_string_list_coerce_rejects_with_exact_messages(dtype: DType, shape: Shape, value: Any, message: str) -> None:
+def test_string_list_coerce_rejects_with_exact_messages(
+    dtype: DType, shape: Shape, value: Any, message: str
+) -> None:
     with pytest.raises(RecordError) as info:
         make(dtype, shape).coerce(value)
     assert str(info.value) == message
@@ -538,23 +613,46 @@ def test_entry_of_numeric_arrays_in_any_layout_or_dtype() -> None:
         (
             make(FLOAT32, ()),
             1e300,
-            "R.x: value 1e+300 out of range for float32 [-3.4028234663852886e+38, 3.4028234663852886e+38]",
+            "R.x: value 1e+300 out of range for float32 [-3.4028234663852886e+38, "
+            "3.4028234663852886e+38]",
         ),
         (make(FLOAT32, ()), "1", "R.x: expected float32, got str '1'"),
-        (make(STRING, ()), "\ud800", "R.x: expected a string encodable as UTF-8, got str '\\ud800'"),
+        (
+            make(STRING, ()),
+            "\ud800",
+            "R.x: expected a string encodable as UTF-8, got str '\\ud800'",
+        ),
         (make(STRING, ()), 1, "R.x: expected string, got int 1"),
         (make(BYTES, ()), "s", "R.x: expected bytes, got str 's'"),
-        (make(FLOAT32, (2, 3)), np.zeros((3, 2), np.float32), "R.x: expected shape (2, 3), got (3, 2)"),
-        (make(INT64, (None,)), np.zeros((2, 2), np.int64), "R.x: expected shape (None,), got (2, 2)"),
+        (
+            make(FLOAT32, (2, 3)),
+            np.zeros((3, 2), np.float32),
+            "R.x: expected shape (2, 3), got (3, 2)",
+        ),
+        (
+            make(INT64, (None,)),
+            np.zeros((2, 2), np.int64),
+            "R.x: expected shape (None,), got (2, 2)",
+        ),
         (make(INT8, (1,)), np.array([200]), "R.x: value 200 out of range for int8 [-128, 127]"),
         (make(STRING, (None,)), ["a", 2], "R.x[1]: expected string, got int 2"),
-        (make(STRING, (None,)), ["\ud800"], "R.x[0]: expected a string encodable as UTF-8, got str '\\ud800'"),
+        (
+            make(STRING, (None,)),
+            ["\ud800"],
+            "R.x[0]: expected a string encodable as UTF-8, got str '\\ud800'",
+        ),
         (make(STRING, (2,)), ["a"], "R.x: expected 2 items (shape (2,)), got 1"),
         (make(BYTES, (None,)), [b"a", "b"], "R.x[1]: expected bytes, got str 'b'"),
-        (make(BYTES, (None, 1)), [[b"a"], [b"b", b"c"]], "R.x[1]: expected 1 item (shape (None, 1)), got 2"),
+        (
+            make(BYTES, (None, 1)),
+            [[b"a"], [b"b", b"c"]],
+            "R.x[1]: expected 1 item (shape (None, 1)), got 2",
+        ),
     ],
 )
-def test_entry_validates_values_assigned_after_construction(codec: Codec[Any], value: Any, message: str) -> None:
+def test_entry_validates_values_assigned_after_construction(
+    codec: Codec[Any], value: Any, message: str
+) -> None:
     with pytest.raises(RecordError) as info:
         codec.entry(value)
     assert str(info.value) == message
@@ -645,12 +743,14 @@ def test_entry_of_none_is_empty_for_optional_features() -> None:
         (
             make(INT64, (None, 2)),
             features_of("k", "int64_list", packed_ints(1, 2, 3)),
-            "R.x (key 'k'): expected a multiple of 2 int64_list values for shape (None, 2), found 3",
+            "R.x (key 'k'): expected a multiple of 2 int64_list values for shape (None, 2), found "
+            "3",
         ),
         (
             make(STRING, (None, 3)),
             features_of("k", "bytes_list", b"\x0a\x00" * 4),
-            "R.x (key 'k'): expected a multiple of 3 bytes_list values for shape (None, 3), found 4",
+            "R.x (key 'k'): expected a multiple of 3 bytes_list values for shape (None, 3), found "
+            "4",
         ),
         (
             make(UINT8, ()),
@@ -685,7 +785,8 @@ def test_entry_of_none_is_empty_for_optional_features() -> None:
         (
             make(STRING, ()),
             features_of("k", "bytes_list", b"\x0a\x02a\xff"),
-            "R.x (key 'k'): expected valid UTF-8 (invalid start byte at byte 1), found bytes b'a\\xff'",
+            "R.x (key 'k'): expected valid UTF-8 (invalid start byte at byte 1), found bytes "
+            "b'a\\xff'",
         ),
         (
             make(STRING, (None,)),
@@ -702,11 +803,40 @@ def test_decode_errors_name_the_feature(
     assert str(info.value) == message
 
 
-def test_decode_reports_malformed_list_bodies() -> None:
-    with pytest.raises(RecordError, match="truncated varint"):
+def test_decode_reports_malformed_list_bodies_with_the_feature() -> None:
+    with pytest.raises(RecordError) as info:
         make(INT64, ()).decode(features_of("k", "int64_list", b"\x0a\x01\x80"))
-    with pytest.raises(RecordError, match="not a multiple of 4"):
-        make(FLOAT32, (None,)).decode(features_of("k", "float_list", b"\x0a\x03abc"))
+    assert str(info.value) == (
+        "R.x (key 'k'): Int64List: truncated varint at byte offset 2 (the message ends at byte "
+        "offset 3)"
+    )
+    with pytest.raises(RecordError, match=r"^R\.x \(key 'k'\): FloatList: .* not a multiple of 4$"):
+        make(FLOAT32, (None,), optional=True).decode_optional(
+            features_of("k", "float_list", b"\x0a\x03abc")
+        )
+    with pytest.raises(
+        RecordError, match=r"^R\.x \(key 'k'\): BytesList: length 5 at byte offset 1"
+    ):
+        make(STRING, (2,)).decode(features_of("k", "bytes_list", b"\x0a\x05ab"))
+
+
+def test_an_empty_list_of_an_optional_fixed_shape_feature_decodes_to_none() -> None:
+    """TensorFlow parses it as no row of the shape, like an absent feature."""
+    for dtype, shape in ((INT64, ()), (FLOAT32, (2, 3)), (STRING, (2,)), (BOOL, ())):
+        kind = dtype.wire.list_name
+        codec = make(dtype, shape, optional=True)
+        assert codec.decode_optional(features_of("k", kind, b"")) is None
+        assert (
+            codec.decode_optional(
+                features_of("k", kind, b"\x0a\x00" if dtype.numeric else b"\x12\x00")
+            )
+            is None
+        )
+    with pytest.raises(
+        RecordError,
+        match=r"^R\.x \(key 'k'\): expected 2 int64_list values for shape \(2,\), found 0$",
+    ):
+        make(INT64, (2,), default=(1, 2)).decode_optional(features_of("k", "int64_list", b""))
 
 
 @pytest.mark.parametrize(
@@ -721,13 +851,23 @@ def test_decode_reports_malformed_list_bodies() -> None:
         (make(STRING, ()), b"\x0a\x80\x01" + b"s" * 128, "s" * 128),
         (make(BYTES, ()), b"\x12\x00\x0a\x01b", b"b"),  # an unknown field first
         (make(INT64, (2,)), b"\x08\x01" + packed_ints(2), np.array([1, 2])),
-        (make(FLOAT32, (2,)), b"\x0d\x00\x00\x80\x3f\x0d\x00\x00\x00\x40", np.array([1, 2], np.float32)),
-        (make(FLOAT32, (2,)), b"\x0a\x04\x00\x00\x80\x3f\x0a\x04\x00\x00\x00\x40", np.array([1, 2], np.float32)),
+        (
+            make(FLOAT32, (2,)),
+            b"\x0d\x00\x00\x80\x3f\x0d\x00\x00\x00\x40",
+            np.array([1, 2], np.float32),
+        ),
+        (
+            make(FLOAT32, (2,)),
+            b"\x0a\x04\x00\x00\x80\x3f\x0a\x04\x00\x00\x00\x40",
+            np.array([1, 2], np.float32),
+        ),
         (make(UINT8, (None, 2)), packed_ints(1, 2, 3, 255), np.array([[1, 2], [3, 255]], np.uint8)),
         (make(STRING, (2, 1)), b"\x0a\x01a\x0a\x01b", [["a"], ["b"]]),
     ],
 )
-def test_decode_accepts_every_valid_list_encoding(codec: Codec[Any], body: bytes, expected: Any) -> None:
+def test_decode_accepts_every_valid_list_encoding(
+    codec: Codec[Any], body: bytes, expected: Any
+) -> None:
     kind = codec.dtype.wire.list_name
     got = codec.decode(features_of("k", kind, body))
     if isinstance(expected, np.ndarray):
@@ -747,6 +887,10 @@ def test_absent_features_decode_to_default_empty_or_none() -> None:
         assert make(BYTES, (None, 3)).decode_optional(features) == []
         assert make(STRING, (), optional=True).decode_optional(features) is None
         assert make(FLOAT32, (2, 3), optional=True).decode_optional(features) is None
+        assert_same(
+            make(FLOAT32, (None, 2), optional=True).decode_optional(features),
+            np.zeros((0, 2), np.float32),
+        )
         with pytest.raises(RecordError, match="required feature is missing"):
             make(INT64, ()).decode_optional(features)
 
@@ -777,7 +921,9 @@ def test_decoded_defaults_are_fresh_copies() -> None:
 
 
 def test_info_describes_the_feature() -> None:
-    codec = NumericTensor[np.float32]("Customer", "emb", "embedding", FLOAT32, (2, 3), default=((0, 0, 0), (1, 2, 0.1)))
+    codec = NumericTensor[np.float32](
+        "Customer", "emb", "embedding", FLOAT32, (2, 3), default=((0, 0, 0), (1, 2, 0.1))
+    )
     assert codec.info() == FeatureInfo(
         name="emb",
         key="embedding",
@@ -821,9 +967,9 @@ def test_tensorflow_helpers_name_the_missing_extra(monkeypatch: pytest.MonkeyPat
     codec = make(INT64, ())
     message = r"install it with: pip install 'tfr-gen\[tensorflow\]'"
     with pytest.raises(MissingExtraError, match=r"^TensorFlow is required for .*" + message):
-        codec.tf_spec()
+        codec.tf_specs()
     with pytest.raises(MissingExtraError, match=message):
-        codec.tf_post(None, batched=False)
+        codec.tf_post({}, batched=False)
     with pytest.raises(MissingExtraError, match=message):
         tf_parse_example(b"", [codec])
 
@@ -849,7 +995,9 @@ def codec_and_value(draw: st.DrawFn) -> tuple[Codec[Any], Any, list[Any]]:
     shape = draw(st.sampled_from(SHAPES))
     key = draw(st.text(min_size=0, max_size=3) | st.just("k" * 200))
     concrete = tuple(draw(st.integers(0, 4)) if d is None else d for d in shape)
-    flat = draw(st.lists(elements(dtype), min_size=math.prod(concrete), max_size=math.prod(concrete)))
+    flat = draw(
+        st.lists(elements(dtype), min_size=math.prod(concrete), max_size=math.prod(concrete))
+    )
     codec = make(dtype, shape, key=key)
     value = flat[0] if shape == () else nest(flat, concrete)
     return codec, value, flat

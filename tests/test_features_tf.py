@@ -1,4 +1,4 @@
-"""The feature codecs agree with TensorFlow: bytes our entries build parse under ``tf_spec()`` and
+"""The feature codecs agree with TensorFlow: bytes our entries build parse under ``tf_specs()`` and
 ``tf_post`` to the values our decoder gives, and where TensorFlow refuses an Example, so do we."""
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def pool(dtype: DType, seed: int) -> list[Any]:
     values: list[Any]
     if dtype.kind is Kind.INT:
         assert dtype.lo is not None and dtype.hi is not None
-        values = [v for v in (0, 1, -1, 127, 300, 2**40, dtype.lo, dtype.hi) if dtype.lo <= v <= dtype.hi]
+        values = [
+            v for v in (0, 1, -1, 127, 300, 2**40, dtype.lo, dtype.hi) if dtype.lo <= v <= dtype.hi
+        ]
     elif dtype.kind is Kind.BOOL:
         values = [True, False, False]
     elif dtype.kind is Kind.FLOAT:
@@ -143,10 +145,17 @@ def check_against_tensorflow(tf: Any, codecs: list[Codec[Any]], examples: list[b
 
 
 def test_present_features_parse_like_our_decoder(tf: Any) -> None:
-    codecs = [make(dtype, shape, f"{dtype.name}_{i}") for dtype in DTYPES for i, shape in enumerate(FIXED + RAGGED)]
+    codecs = [
+        make(dtype, shape, f"{dtype.name}_{i}")
+        for dtype in DTYPES
+        for i, shape in enumerate(FIXED + RAGGED)
+    ]
     examples = []
     for seed, rows in enumerate((0, 1, 3)):
-        entries = [(c.key.encode(), c.entry(c.coerce(value_of(c.dtype, c.shape, seed, rows)))) for c in codecs]
+        entries = [
+            (c.key.encode(), c.entry(c.coerce(value_of(c.dtype, c.shape, seed, rows))))
+            for c in codecs
+        ]
         examples.append(wire.example(entry for _, entry in sorted(entries)))
     check_against_tensorflow(tf, codecs, examples)
 
@@ -158,10 +167,12 @@ def test_absent_features_with_defaults_parse_like_our_decoder(tf: Any) -> None:
         for i, shape in enumerate(FIXED)
     ]
     present = wire.example(
-        c.entry(c.coerce(value_of(c.dtype, c.shape, 2, 0))) for c in sorted(codecs, key=lambda c: c.key.encode())
+        c.entry(c.coerce(value_of(c.dtype, c.shape, 2, 0)))
+        for c in sorted(codecs, key=lambda c: c.key.encode())
     )
     kindless = wire.example(
-        wire.map_entry(wire.key_field(c.key), b"") for c in sorted(codecs, key=lambda c: c.key.encode())
+        wire.map_entry(wire.key_field(c.key), b"")
+        for c in sorted(codecs, key=lambda c: c.key.encode())
     )
     check_against_tensorflow(tf, codecs, [wire.example([]), present, kindless])
 
@@ -175,23 +186,30 @@ def test_absent_optional_features_parse_like_our_decoder(tf: Any) -> None:
     ordered = sorted(codecs, key=lambda c: c.key.encode())
     present = wire.example(c.entry(c.coerce(value_of(c.dtype, c.shape, 3, 2))) for c in ordered)
     half = wire.example(
-        c.entry(None if i % 2 else c.coerce(value_of(c.dtype, c.shape, 0, 1))) for i, c in enumerate(ordered)
+        c.entry(None if i % 2 else c.coerce(value_of(c.dtype, c.shape, 0, 1)))
+        for i, c in enumerate(ordered)
     )
     kindless = wire.example(wire.map_entry(wire.key_field(c.key), b"") for c in ordered)
     check_against_tensorflow(tf, codecs, [wire.example([]), present, half, kindless])
 
 
 def test_parse_specs_are_the_documented_tensorflow_features(tf: Any) -> None:
-    spec = make(FLOAT32, (2, 3), "a", default=[[0, 1, 2], [3, 4, 5]]).tf_spec()
+    specs = make(FLOAT32, (2, 3), "a", default=[[0, 1, 2], [3, 4, 5]]).tf_specs()
+    assert list(specs) == ["key a"]
+    spec = specs["key a"]
     assert isinstance(spec, tf.io.FixedLenFeature)
     assert spec.shape == (2, 3) and spec.dtype == tf.float32
     assert np.asarray(spec.default_value).tolist() == [[0, 1, 2], [3, 4, 5]]
-    required = make(UINT8, (), "b").tf_spec()
-    assert required == tf.io.FixedLenFeature((), tf.int64, default_value=None)
-    ragged = make(STRING, (None, 2), "c").tf_spec()
-    assert ragged == tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64, partitions=[])
-    optional = make(BOOL, (3,), "d", optional=True).tf_spec()
-    assert optional == tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64, partitions=[])
+    required = make(UINT8, (), "b").tf_specs()
+    assert required == {"key b": tf.io.FixedLenFeature((), tf.int64, default_value=None)}
+    ragged = make(STRING, (None, 2), "c").tf_specs()
+    assert ragged == {
+        "key c": tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64, partitions=[])
+    }
+    optional = make(BOOL, (3,), "d", optional=True).tf_specs()
+    assert optional == {
+        "key d": tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64, partitions=[])
+    }
 
 
 def one_feature(kind: str, body: bytes) -> bytes:
@@ -239,7 +257,9 @@ BAD_EXAMPLES = [
     BAD_EXAMPLES,
     ids=[f"{c.dtype.name}{list(c.shape)}-{message}" for c, _, message in BAD_EXAMPLES],
 )
-def test_examples_tensorflow_refuses_are_refused(tf: Any, codec: Codec[Any], data: bytes, message: str) -> None:
+def test_examples_tensorflow_refuses_are_refused(
+    tf: Any, codec: Codec[Any], data: bytes, message: str
+) -> None:
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf_parse_example(data, [codec])
     with pytest.raises(tf.errors.InvalidArgumentError):

@@ -13,9 +13,15 @@ class FeatureInfo:
 
     ``name`` is the attribute, ``key`` the Example key, ``dtype`` the schema dtype name, ``wire``
     the list it travels in (``int64_list``, ``float_list`` or ``bytes_list``), ``shape`` its shape
-    (``None`` for a variable leading dimension), ``fixed`` whether the shape is fully known,
+    (``None`` for a dimension of variable length), ``fixed`` whether the shape is fully known,
     ``default`` its default (a scalar or nested tuples; ``None`` when it has none) and ``optional``
-    whether an absent feature means ``None``.
+    whether an absent feature means ``None`` (for a feature list: no steps).
+
+    ``encoding`` is ``list`` (values in the list of the dtype's wire kind) or ``raw`` (the whole
+    tensor as one little-endian bytes value); ``companions`` are the keys of the int64 features
+    written next to it (``<key>/shape`` of a raw tensor with unknown dimensions, the
+    ``<key>/row_lengths_<d>`` of a ragged one); ``sequence`` says it is a feature list of a
+    ``SequenceExample``, one ``Feature`` per step, and then ``shape`` is the shape of one step.
     """
 
     name: str
@@ -26,11 +32,29 @@ class FeatureInfo:
     fixed: bool
     default: object
     optional: bool
+    encoding: str = "list"
+    companions: tuple[str, ...] = ()
+    sequence: bool = False
 
     @property
     def shape_text(self) -> str:
         """The shape as written in a schema: ``[]``, ``[3]``, ``[null, 2]``."""
         return "[" + ", ".join("null" if d is None else str(d) for d in self.shape) + "]"
+
+    @property
+    def ragged(self) -> bool:
+        """Whether the feature is ragged: two or more dimensions of variable length, in lists."""
+        return self.encoding == "list" and self.shape.count(None) >= 2
+
+    @property
+    def wire_text(self) -> str:
+        """How the values travel, for a table: ``int64_list``, ``bytes_list (raw)``, ``float_list
+        per step``."""
+        return (
+            self.wire
+            + (" (raw)" if self.encoding == "raw" else "")
+            + (" per step" if self.sequence else "")
+        )
 
 
 _COLUMNS = ("name", "key", "dtype", "wire", "shape", "default", "optional")
@@ -41,7 +65,7 @@ class FeatureSpec(Sequence[FeatureInfo]):
     """The features of one record (``record`` is its class name), in schema order.
 
     Indexes and iterates like a tuple of :class:`FeatureInfo`; ``str()`` gives a table with one row
-    per feature.
+    per feature (companion keys follow the feature's key).
     """
 
     record: str
@@ -66,9 +90,9 @@ class FeatureSpec(Sequence[FeatureInfo]):
         rows = [_COLUMNS] + [
             (
                 f.name,
-                f.key,
+                ", ".join((f.key, *f.companions)),
                 f.dtype,
-                f.wire,
+                f.wire_text,
                 f.shape_text,
                 "-" if f.default is None else repr(f.default),
                 "yes" if f.optional else "no",
@@ -76,7 +100,10 @@ class FeatureSpec(Sequence[FeatureInfo]):
             for f in self.features
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        ]
         count = len(self.features)
         title = f"{self.record}: {count} feature{'' if count == 1 else 's'}"
         return "\n".join([title, *("  " + line for line in lines)])

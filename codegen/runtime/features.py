@@ -2,7 +2,7 @@
 
 A codec validates and coerces attribute values (``coerce``), writes its feature as a serialized
 ``Features`` map entry (``entry``), reads it back from :func:`~codegen.runtime.wire.parse_example`'s
-dict with TensorFlow's rules (``decode``), and describes it (``info``, ``tf_spec``, ``tf_post``).
+dict with TensorFlow's rules (``decode``), and describes it (``info``, ``tf_specs``, ``tf_post``).
 
 Values and how they travel:
 
@@ -14,8 +14,14 @@ Values and how they travel:
 
 Tensors and lists travel flat, in C order. Decoding an absent feature (no key, or a ``Feature``
 with no kind) gives the default if there is one, else no rows for a shape with a leading ``None``,
-else ``None`` for an optional feature (``decode_optional``), else an error. A present feature must
-have the right list kind and a value count that fits the shape, even when there is a default.
+else ``None`` for an optional feature (``decode_optional``; also for an empty list, which
+TensorFlow reads as no row), else an error. A present feature must have the right list kind and a
+value count that fits the shape, even when there is a default; errors name the feature, malformed
+list bodies included.
+
+:class:`ArrayRules` and :class:`StringRules` check and convert numeric arrays and nested strings of
+one dtype and shape; the codecs of :mod:`codegen.runtime.tensors` (raw and ragged tensors) and
+:mod:`codegen.runtime.sequences` (the feature lists of a ``SequenceExample``) share them.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import numpy.typing as npt
 
 from codegen.errors import RecordError, TfrGenError
 from codegen.runtime import tfcompat
-from codegen.runtime.dtypes import DType, Kind
+from codegen.runtime.dtypes import DType, Kind, Wire
 from codegen.runtime.featureinfo import FeatureInfo
 from codegen.runtime.varint import encode_packed_int64
 from codegen.runtime.wire import (
@@ -45,6 +51,7 @@ from codegen.runtime.wire import (
 
 __all__ = [
     "NO_DEFAULT",
+    "ArrayRules",
     "BoolScalar",
     "BytesList",
     "BytesScalar",
@@ -52,7 +59,9 @@ __all__ = [
     "Features",
     "FloatScalar",
     "IntScalar",
+    "ListCodec",
     "NumericTensor",
+    "StringRules",
     "TextList",
     "TextScalar",
 ]
@@ -76,9 +85,6 @@ NO_DEFAULT: Final = _NoDefault.NO_DEFAULT
 
 _F32: Final = struct.Struct("<f")
 _F4: Final = np.dtype("<f4")
-_F32_MAX: Final = float(np.finfo(np.float32).max)
-_F32_OVERFLOW: Final = 2.0**128 - 2.0**103
-"""The smallest magnitude that rounds to infinity in float32 (halfway above the largest float32)."""
 _HEAD_CACHE: Final = 256
 """How many entry prefixes (one per value size) a codec keeps."""
 _ITEM_HEADS: Final = tuple(b"\x0a" + bytes((n,)) for n in range(0x80))
@@ -118,6 +124,31 @@ def _bounds(dtype: DType) -> tuple[int, int]:
     return (dtype.lo or 0, dtype.hi or 0)
 
 
+def _range_error(dtype: DType, number: object, where: str) -> RecordError:
+    """``number`` is outside what ``dtype`` holds (floats: its largest finite magnitude)."""
+    if dtype.kind is Kind.FLOAT:
+        top = float(np.finfo(cast("np.dtype[np.floating[Any]]", dtype.numpy)).max)
+        bounds = f"[{-top!r}, {top!r}]"
+    else:
+        bounds = f"[{dtype.lo}, {dtype.hi}]"
+    return RecordError(f"{where}: value {number!r} out of range for {dtype.name} {bounds}")
+
+
+def _holds_nothing(kind: int, body: bytes) -> bool:
+    """Whether the list body ``body`` of list ``kind`` holds no value (malformed:
+    ``RecordError``)."""
+    if kind == 1:
+        return not decode_bytes_list(body)
+    return (decode_float_list(body) if kind == 2 else decode_int64_list(body)).size == 0
+
+
+def _naming(exc: RecordError, where: str) -> RecordError:
+    """``exc`` with ``where`` in front unless it starts with it (the errors of a malformed list body
+    name only the list)."""
+    text = str(exc)
+    return exc if text.startswith(where) else RecordError(f"{where}: {text}")
+
+
 def _entry_head(kf: bytes, tag: int, list_size: int) -> bytes:
     """The bytes of a map entry with key field ``kf`` before a list body of ``list_size`` bytes.
 
@@ -139,11 +170,330 @@ def _single_head(kf: bytes, tag: int, size: int) -> bytes:
     return _entry_head(kf, tag, len(value_head) + size) + value_head
 
 
-def _nested_tuples(value: object) -> object:
-    """Nested lists as nested tuples (scalars unchanged): the hashable form of a default."""
+def _int64_entry(kf: bytes, values: Iterable[int]) -> bytes:
+    """The map entry with key field ``kf`` of an ``Int64List`` holding ``values`` (packed)."""
+    payload = b"".join([encode_varint(v) for v in values])
+    return _single_head(kf, 0x1A, len(payload)) + payload if payload else _entry_head(kf, 0x1A, 0)
+
+
+def _plain(value: object) -> object:
+    """A value as a scalar or nested tuples (arrays as nested tuples of scalars): the form of a
+    default in :class:`FeatureInfo`."""
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
     if isinstance(value, list):
-        return tuple(_nested_tuples(item) for item in value)
+        return tuple(_plain(item) for item in value)
     return value
+
+
+def _fits_float64(number: float) -> bool:
+    try:
+        float(number)
+    except OverflowError:
+        return False
+    return True
+
+
+def _exact_ints(
+    value: list[Any] | tuple[Any, ...], source: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """``value`` as an object array if it holds only integers (numpy made floats of integers beyond
+    int64, or of uint64 ones mixed with negative ones), else ``source``."""
+    objects = np.array(value, dtype=object)
+    for item in objects.flat:
+        if not isinstance(item, int | np.integer) or type(item) is bool:
+            return source
+    return objects
+
+
+# --- shared rules of numeric arrays and nested strings ------------------------------------------
+
+
+class ArrayRules:
+    """The checks and conversions of numeric arrays of one dtype and shape (``None``: any size).
+
+    Integer dtypes take integers (range-checked), ``bool`` takes bools, float dtypes take integers
+    and floats (finite values that would round to infinity are errors). Errors name ``where``.
+    """
+
+    __slots__ = ("dtype", "shape", "np", "_kind", "_lo", "_hi", "_wide", "_narrow", "_empty")
+
+    def __init__(self, dtype: DType, shape: tuple[int | None, ...]) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self.np: np.dtype[Any] = dtype.numpy
+        self._kind = dtype.kind
+        self._lo, self._hi = _bounds(dtype)
+        self._wide = np.dtype(np.uint64 if dtype.name == "uint64" else np.int64)
+        """The dtype integers are gathered in before the range check (every value of the dtype
+        fits)."""
+        self._narrow = dtype.kind is not Kind.FLOAT and dtype.name != "int64"
+        """Whether values decoded from an ``Int64List`` need a range check and a cast."""
+        self._empty = (0, *(d or 0 for d in shape[1:]))
+        """The shape of ``[]`` for a leading ``None``: no rows."""
+
+    def coerce(self, value: object, where: str) -> np.ndarray[Any, Any]:
+        """A list, tuple or array of the right kind and shape, as a new C-contiguous array of the
+        dtype.
+
+        ``[]`` is no rows for a leading ``None``; shape ``()`` also takes a bare number.
+        """
+        if isinstance(value, np.ndarray):
+            source: np.ndarray[Any, Any] = value
+        elif isinstance(value, list | tuple):
+            try:
+                source = np.array(value)
+            except ValueError:
+                raise RecordError(
+                    f"{where}: expected shape {self.shape}, got a ragged nested "
+                    f"{type(value).__name__}"
+                ) from None
+            if source.dtype.kind == "f" and self._kind is not Kind.FLOAT:
+                source = _exact_ints(value, source)
+        elif not self.shape and isinstance(value, int | float | np.generic):
+            source = np.array(value)
+        else:
+            raise RecordError(
+                f"{where}: expected {self.dtype.name} values with shape {self.shape}, got "
+                f"{_describe(value)}"
+            )
+        if source.size == 0:  # no values to check
+            shape = source.shape
+            if (
+                shape == (0,)
+                and len(self.shape) > 1
+                and self.shape[0] is None
+                and not isinstance(value, np.ndarray)
+            ):
+                shape = self._empty
+            array: np.ndarray[Any, Any] = np.empty(shape, self.np)
+        else:
+            array = self._cast(source, value, where)
+        got = array.shape
+        if len(got) != len(self.shape) or any(
+            d is not None and d != g for d, g in zip(self.shape, got, strict=True)
+        ):
+            raise RecordError(f"{where}: expected shape {self.shape}, got {got}")
+        return array
+
+    def _cast(
+        self, source: np.ndarray[Any, Any], value: object, where: str
+    ) -> np.ndarray[Any, Any]:
+        """The non-empty ``source`` (built from ``value``) as a new array of the dtype, checked."""
+        if source.dtype.kind == "O":
+            source = self._from_objects(source, value, where)
+        kind = source.dtype.kind
+        if self._kind is Kind.FLOAT:
+            if kind not in "iuf":
+                raise self._elements_error(source, value, where)
+            wider = (
+                source.dtype.itemsize > self.np.itemsize if kind == "f" else self.np.itemsize == 2
+            )
+            if wider:  # values may round to infinity
+                with np.errstate(over="ignore"):
+                    array = source.astype(self.np, order="C")
+                over = np.isinf(array) & np.isfinite(source)
+                if over.any():
+                    raise _range_error(self.dtype, source[over].flat[0].item(), where)
+                return array
+        elif self._kind is Kind.BOOL:
+            if kind != "b":
+                raise self._elements_error(source, value, where)
+        else:
+            if kind not in "iu":
+                raise self._elements_error(source, value, where)
+            low, high = int(source.min()), int(source.max())
+            if low < self._lo:
+                raise _range_error(self.dtype, low, where)
+            if high > self._hi:
+                raise _range_error(self.dtype, high, where)
+        return np.array(source, dtype=self.np, order="C")
+
+    def _from_objects(
+        self, source: np.ndarray[Any, Any], value: object, where: str
+    ) -> np.ndarray[Any, Any]:
+        """An object array (mixed types, or Python ints beyond 64 bits) as a numeric array."""
+        is_bool = self._kind is Kind.BOOL
+        is_float = self._kind is Kind.FLOAT
+        allowed: tuple[type, ...]
+        if is_bool:
+            allowed = (bool, np.bool_)
+        elif is_float:
+            allowed = (int, float, np.integer, np.floating)
+        else:
+            allowed = (int, np.integer)
+        for item in source.flat:
+            if not isinstance(item, allowed) or (not is_bool and type(item) is bool):
+                raise RecordError(
+                    f"{where}: expected {self.dtype.name} values, got {type(value).__name__} "
+                    f"holding {_describe(item)}"
+                )
+            if not is_float and not self._lo <= int(item) <= self._hi:
+                raise _range_error(self.dtype, int(item), where)
+        try:
+            return np.array(source.tolist(), dtype=np.float64 if is_float else self._wide)
+        except OverflowError:  # a Python int beyond float64
+            first = next(item for item in source.flat if not _fits_float64(item))
+            raise _range_error(self.dtype, first, where) from None
+
+    def _elements_error(
+        self, source: np.ndarray[Any, Any], value: object, where: str
+    ) -> RecordError:
+        if isinstance(value, np.ndarray):
+            holding = f"ndarray of {value.dtype}"
+        else:
+            kind = _KIND_NAMES.get(source.dtype.kind, str(source.dtype))
+            holding = f"{type(value).__name__} of {kind}"
+        return RecordError(
+            f"{where}: expected {self.dtype.name} values, got {holding} {_short(value)}"
+        )
+
+    def list_values(self, body: bytes, where: str) -> np.ndarray[Any, Any]:
+        """The flat values of an ``Int64List``/``FloatList`` body in the dtype (integers
+        range-checked)."""
+        if self._kind is Kind.FLOAT:
+            size = len(body) - 2
+            if 0 <= size < 0x80 and body[0] == 0x0A and body[1] == size and not size % 4:
+                return np.frombuffer(body, "<f4", size // 4, 2).astype(self.np)  # short packed
+            return decode_float_list(body)
+        return self.int64_values(decode_int64_list(body), where)
+
+    def int64_values(self, values: npt.NDArray[np.int64], where: str) -> np.ndarray[Any, Any]:
+        """Values read from an ``Int64List`` in the (integer or bool) dtype, range-checked."""
+        if self._narrow:
+            if values.size:
+                low, high = int(values.min()), int(values.max())
+                if low < self._lo:
+                    raise _range_error(self.dtype, low, where)
+                if high > self._hi:
+                    raise _range_error(self.dtype, high, where)
+            return values.astype(self.np)
+        return values
+
+    def list_payload(self, array: np.ndarray[Any, Any]) -> bytes:
+        """The packed ``FloatList``/``Int64List`` values of ``array`` (of the dtype, any shape, C
+        order)."""
+        if self._kind is Kind.FLOAT:
+            return array.astype(_F4, copy=False).tobytes()
+        return encode_packed_int64(np.ascontiguousarray(array.reshape(-1), dtype=np.int64))
+
+
+class StringRules:
+    """The checks of nested strings of one dtype and shape: iterables (not bare ``str``/``bytes``)
+    nested one level per dimension (``None``: any length), as nested lists of ``str`` (``string``:
+    encodable as UTF-8) or ``bytes``. Errors name ``where`` and the index path (``R.x[1][0]``).
+    """
+
+    __slots__ = ("dtype", "shape", "_rank", "_text")
+
+    def __init__(self, dtype: DType, shape: tuple[int | None, ...]) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self._rank = len(shape)
+        self._text = dtype.kind is Kind.STR
+
+    def coerce(self, value: object, where: str) -> list[Any]:
+        """``value`` as nested lists of canonical items (exact ``str``/``bytes`` objects)."""
+        return self._level(value, 0, where)
+
+    def _level(self, value: object, depth: int, where: str) -> list[Any]:
+        if isinstance(value, str | bytes | bytearray | memoryview) or not isinstance(
+            value, Iterable
+        ):
+            expected = "an iterable"
+            if depth == 0:
+                expected = f"an iterable of {self.dtype.name} values with shape {self.shape}"
+            raise RecordError(f"{where}: expected {expected}, got {_describe(value)}")
+        items = list(value)
+        dim = self.shape[depth]
+        if dim is not None and len(items) != dim:
+            raise RecordError(
+                f"{where}: expected {_plural(dim, 'item')} (shape {self.shape}), got {len(items)}"
+            )
+        if depth + 1 == self._rank:
+            return self.items(items, where)
+        return [self._level(row, depth + 1, f"{where}[{i}]") for i, row in enumerate(items)]
+
+    def items(self, items: list[object], where: str) -> list[Any]:
+        """The innermost items of one row (``where`` names the row) as canonical items."""
+        return _coerce_texts(items, where) if self._text else _coerce_bytes(items, where)
+
+    def to_bytes(self) -> Callable[[Any], bytes]:
+        """One canonical item as a ``BytesList`` value; ``TypeError`` for an item of a wrong
+        type."""
+        return _str_encode if self._text else _exact_bytes
+
+    def from_bytes(self, values: list[bytes], where: str) -> list[Any]:
+        """The values of a decoded ``BytesList`` as canonical items (``str`` must be valid
+        UTF-8)."""
+        return _decode_texts(values, where) if self._text else values
+
+
+def _coerce_texts(items: list[object], where: str) -> list[str]:
+    texts: list[str] = []
+    for i, item in enumerate(items):
+        if type(item) is str:
+            texts.append(item)
+        elif isinstance(item, str):
+            texts.append(str.__str__(item))
+        else:
+            raise RecordError(f"{where}[{i}]: expected string, got {_describe(item)}")
+    try:
+        "".join(texts).encode()
+    except UnicodeEncodeError:
+        i = next(i for i, text in enumerate(texts) if not _encodable(text))
+        raise RecordError(
+            f"{where}[{i}]: expected a string encodable as UTF-8, got {_describe(texts[i])}"
+        ) from None
+    return texts
+
+
+def _coerce_bytes(items: list[object], where: str) -> list[bytes]:
+    values: list[bytes] = []
+    for i, item in enumerate(items):
+        if type(item) is bytes:
+            values.append(item)
+        elif isinstance(item, bytes | bytearray | memoryview):
+            values.append(bytes(item))
+        else:
+            raise RecordError(f"{where}[{i}]: expected bytes, got {_describe(item)}")
+    return values
+
+
+def _decode_texts(values: list[bytes], where: str) -> list[str]:
+    try:
+        return list(map(_bytes_decode, values))
+    except UnicodeDecodeError:
+        i = next(i for i, data in enumerate(values) if not _decodable(data))
+        raise RecordError(
+            f"{where}: expected valid UTF-8 in value {i}, found {_describe(values[i])}"
+        ) from None
+
+
+def _bytes_list_body(items: list[Any], to_bytes: Callable[[Any], bytes]) -> bytes:
+    """The body of a ``BytesList`` holding ``items`` (``TypeError``/``UnicodeEncodeError`` when an
+    item is not canonical)."""
+    parts: list[bytes] = []
+    for item in items:
+        data = to_bytes(item)
+        size = len(data)
+        parts.append(_ITEM_HEADS[size] if size < 0x80 else b"\x0a" + encode_varint(size))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def check_dims(where: str, shape: tuple[int | None, ...], leading: int, hint: str) -> None:
+    """Raise :class:`TfrGenError` unless each dimension is a positive int, or ``None`` among the
+    first ``leading`` ones (``-1``: anywhere); ``hint`` ends the message about a misplaced
+    ``None``."""
+    for i, dim in enumerate(shape):
+        if dim is None and (leading < 0 or i < leading):
+            continue
+        if type(dim) is not int or dim < 1:
+            raise TfrGenError(
+                f"{where}: dimension {i} of shape {shape} must be a positive int"
+                + (hint if dim is None else "")
+            )
 
 
 class Codec(abc.ABC, Generic[T]):
@@ -153,6 +503,9 @@ class Codec(abc.ABC, Generic[T]):
     ``shape`` (``None`` only as the first dimension), ``default`` (``NO_DEFAULT`` or a value
     ``coerce`` accepts; fully known shapes only) and ``optional`` (absent means ``None``; not with
     a default). A configuration the class cannot hold raises :class:`TfrGenError`.
+
+    ``companion_keys`` are the keys of the features written next to the feature's own
+    (``part(value, i)`` writes the ``i``-th, from 1); the classes here have none.
     """
 
     __slots__ = (
@@ -162,11 +515,13 @@ class Codec(abc.ABC, Generic[T]):
         "dtype",
         "shape",
         "optional",
+        "companion_keys",
         "_where",
         "_where_key",
         "_key",
         "_kf",
         "_kind",
+        "_list_name",
         "_tag",
         "_fixed",
         "_count",
@@ -175,7 +530,6 @@ class Codec(abc.ABC, Generic[T]):
         "_heads",
         "_empty_entry",
         "_default",
-        "_none_if_absent",
         "_info",
     )
 
@@ -183,6 +537,10 @@ class Codec(abc.ABC, Generic[T]):
     """The dtype kinds the class holds."""
     _scalar: ClassVar[bool]
     """Whether the class holds scalars (shape ``()``) or values of rank >= 1."""
+    _encoding: ClassVar[str] = "list"
+    """How the values travel: ``list`` (the list of the dtype's wire kind) or ``raw`` (bytes)."""
+    _takes_default: ClassVar[bool] = True
+    """Whether the class can hold a default."""
 
     def __init__(
         self,
@@ -204,9 +562,12 @@ class Codec(abc.ABC, Generic[T]):
         self._where = f"{record}.{name}"
         self._where_key = f"{record}.{name} (key {key!r})"
         self._check_config(default)
+        self.companion_keys = self._companion_keys()
         self._kf = key_field(key)
         self._key = key.encode("utf-8")
-        self._kind = int(dtype.wire)
+        wire = Wire.BYTES if self._encoding == "raw" else dtype.wire
+        self._kind = int(wire)
+        self._list_name = wire.list_name
         self._tag = (self._kind << 3) | 2
         self._fixed = None not in shape
         self._inner = tuple(d for d in shape[1:] if d is not None)
@@ -214,7 +575,6 @@ class Codec(abc.ABC, Generic[T]):
         self._count = math.prod(d for d in shape if d is not None) if self._fixed else None
         self._heads: dict[int, bytes] = {}
         self._empty_entry = _entry_head(self._kf, self._tag, 0)
-        self._none_if_absent = optional and self._fixed
         self._setup()
         self._default: T | None = None
         if default is not NO_DEFAULT:
@@ -227,11 +587,13 @@ class Codec(abc.ABC, Generic[T]):
             name=name,
             key=key,
             dtype=dtype.name,
-            wire=dtype.wire.list_name,
+            wire=self._list_name,
             shape=shape,
             fixed=self._fixed,
-            default=None if self._default is None else self._plain(self._default),
+            default=None if self._default is None else _plain(self._default),
             optional=optional,
+            encoding=self._encoding,
+            companions=self.companion_keys,
         )
 
     def _check_config(self, default: object) -> None:
@@ -240,27 +602,32 @@ class Codec(abc.ABC, Generic[T]):
         cls = type(self).__name__
         if dtype.kind not in self._kinds:
             raise TfrGenError(f"{where}: {cls} cannot hold dtype {dtype.name}")
-        if not dtype.list_ok:
+        if not dtype.list_ok and self._encoding == "list":
             raise TfrGenError(
-                f"{where}: dtype {dtype.name} does not travel in a tf.train.Feature list (it needs encoding: raw)"
+                f"{where}: dtype {dtype.name} does not travel in a tf.train.Feature list (it "
+                "needs encoding: raw)"
             )
-        if self._scalar and shape != ():
-            raise TfrGenError(f"{where}: {cls} needs shape (), got {shape}")
-        if not self._scalar and not shape:
-            raise TfrGenError(f"{where}: {cls} needs a shape of rank >= 1, got ()")
-        for i, dim in enumerate(shape):
-            if dim is None and i == 0:
-                continue
-            if type(dim) is not int or dim < 1:
-                raise TfrGenError(
-                    f"{where}: dimension {i} of shape {shape} must be a positive int"
-                    + (" (only the first may be None)" if dim is None else "")
-                )
+        self._check_shape()
         if default is not NO_DEFAULT:
+            if not self._takes_default:
+                raise TfrGenError(f"{where}: {cls} takes no default")
             if self.optional:
                 raise TfrGenError(f"{where}: a feature cannot both be optional and have a default")
             if None in shape:
                 raise TfrGenError(f"{where}: a default needs a fully known shape, got {shape}")
+
+    def _check_shape(self) -> None:
+        """Raise :class:`TfrGenError` unless the shape fits the class."""
+        where, shape, cls = self._where, self.shape, type(self).__name__
+        if self._scalar and shape != ():
+            raise TfrGenError(f"{where}: {cls} needs shape (), got {shape}")
+        if not self._scalar and not shape:
+            raise TfrGenError(f"{where}: {cls} needs a shape of rank >= 1, got ()")
+        check_dims(where, shape, 1, " (only the first may be None)")
+
+    def _companion_keys(self) -> tuple[str, ...]:
+        """The keys of the companion features (none here)."""
+        return ()
 
     def _setup(self) -> None:
         """Precompute what the class needs per feature (entry prefixes, bounds)."""
@@ -289,55 +656,26 @@ class Codec(abc.ABC, Generic[T]):
         """The serialized map entry of ``value`` (validated; ``b""`` for ``None`` if optional)."""
 
     @abc.abstractmethod
-    def _present(self, body: bytes) -> T:
-        """The value of a present feature of the right list kind, from its list body."""
-
-    @abc.abstractmethod
-    def _copy(self, value: T) -> T:
-        """A copy of ``value`` that shares nothing mutable with it."""
-
-    @abc.abstractmethod
-    def _plain(self, value: T) -> object:
-        """``value`` as a scalar or nested tuples (the ``default`` of :class:`FeatureInfo`)."""
-
     def decode(self, features: Features) -> T:
         """This feature's value from ``parse_example``'s dict (rules in the module docstring)."""
-        item = features.get(self._key)
-        if item is None or not item[0]:
-            return self._absent()
-        if item[0] != self._kind:
-            raise self._kind_error(item[0])
-        return self._present(item[1])
 
+    @abc.abstractmethod
     def decode_optional(self, features: Features) -> T | None:
         """Like :meth:`decode`; an absent optional feature without default decodes to ``None``."""
-        item = features.get(self._key)
-        if item is None or not item[0]:
-            return None if self._none_if_absent else self._absent()
-        if item[0] != self._kind:
-            raise self._kind_error(item[0])
-        return self._present(item[1])
-
-    def _absent(self) -> T:
-        """The value of an absent feature: the default (no rows for a leading ``None``)."""
-        if self._default is not None:
-            return self._copy(self._default)
-        raise RecordError(
-            f"{self._where_key}: required feature is missing "
-            f"(expected {self.dtype.wire.list_name} with {_plural(self._count, 'value')})"
-        )
 
     def info(self) -> FeatureInfo:
         """The TensorFlow-free description of this feature."""
         return self._info
 
-    def tf_spec(self) -> Any:
-        """The ``tf.io`` parse spec entry of this feature (needs TensorFlow)."""
-        return tfcompat.parse_spec(self._info)
+    def tf_specs(self) -> dict[str, Any]:
+        """The ``tf.io`` parse spec entries of this feature and its companions, by key (needs
+        TensorFlow)."""
+        return tfcompat.parse_specs(self._info)
 
-    def tf_post(self, value: Any, *, batched: bool) -> Any:
-        """The tensor TensorFlow parsed under :meth:`tf_spec`, in the declared dtype and shape."""
-        return tfcompat.post_process(self._info, value, batched=batched)
+    def tf_post(self, parsed: Mapping[str, Any], *, batched: bool) -> Any:
+        """This feature's tensor from what TensorFlow parsed under :meth:`tf_specs` (by key), in the
+        declared dtype and shape; ``batched`` says whether a batch of Examples was parsed."""
+        return tfcompat.post_process(self._info, parsed, batched=batched)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._where_key}, {self.dtype.name}, shape={self.shape})"
@@ -349,20 +687,14 @@ class Codec(abc.ABC, Generic[T]):
         return RecordError(f"{self._where}: expected {expected}, got {_describe(value)}")
 
     def _range_error(self, number: object, where: str) -> RecordError:
-        dtype = self.dtype
-        if dtype.kind is Kind.FLOAT:
-            bounds = f"[{-_F32_MAX!r}, {_F32_MAX!r}]"
-        else:
-            bounds = f"[{dtype.lo}, {dtype.hi}]"
-        return RecordError(f"{where}: value {number!r} out of range for {dtype.name} {bounds}")
+        return _range_error(self.dtype, number, where)
 
     def _kind_error(self, kind: int) -> RecordError:
         found = _LIST_NAMES.get(kind, f"list kind {kind}")
-        expected = self.dtype.wire.list_name
-        return RecordError(f"{self._where_key}: expected {expected}, found {found}")
+        return RecordError(f"{self._where_key}: expected {self._list_name}, found {found}")
 
     def _count_error(self, found: int) -> RecordError:
-        wire = self.dtype.wire.list_name
+        wire = self._list_name
         if not self._fixed:
             expected = f"a multiple of {self._inner_size} {wire} values for shape {self.shape}"
         elif self.shape:
@@ -380,19 +712,65 @@ class Codec(abc.ABC, Generic[T]):
             raise self._count_error(found)
 
 
+class ListCodec(Codec[T]):
+    """A codec whose feature is read from the one list under its key (a present one, or the
+    default)."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def _present(self, body: bytes) -> T:
+        """The value of a present feature of the right list kind, from its list body."""
+
+    @abc.abstractmethod
+    def _copy(self, value: T) -> T:
+        """A copy of ``value`` that shares nothing mutable with it."""
+
+    def decode(self, features: Features) -> T:
+        item = features.get(self._key)
+        if item is None or not item[0]:
+            return self._absent()
+        if item[0] != self._kind:
+            raise self._kind_error(item[0])
+        try:
+            return self._present(item[1])
+        except RecordError as exc:
+            raise _naming(exc, self._where_key) from None
+
+    def decode_optional(self, features: Features) -> T | None:
+        item = features.get(self._key)
+        optional_fixed = self.optional and self._fixed
+        if item is None or not item[0]:
+            return None if optional_fixed else self._absent()
+        if item[0] != self._kind:
+            raise self._kind_error(item[0])
+        try:
+            return self._present(item[1])
+        except RecordError as exc:
+            if optional_fixed and _holds_nothing(item[0], item[1]):
+                return None  # an empty list: TensorFlow reads no row of the shape, as if absent
+            raise _naming(exc, self._where_key) from None
+
+    def _absent(self) -> T:
+        """The value of an absent feature: the default (no rows for a leading ``None``)."""
+        if self._default is not None:
+            return self._copy(self._default)
+        raise RecordError(
+            f"{self._where_key}: required feature is missing "
+            f"(expected {self._list_name} with {_plural(self._count, 'value')})"
+        )
+
+
 # --- scalars ------------------------------------------------------------------------------------
 
 
-class _Scalar(Codec[T]):
+class _Scalar(ListCodec[T]):
     """A codec of shape ``()``: immutable Python values."""
 
     __slots__ = ()
     _scalar = True
 
     def _copy(self, value: T) -> T:
-        return value
-
-    def _plain(self, value: T) -> object:
         return value
 
 
@@ -495,7 +873,9 @@ class FloatScalar(_Scalar[float]):
         """An ``int``, ``float`` or numpy number (not a ``bool``), rounded to float32."""
         if type(value) is float:
             number = value
-        elif isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
+        elif isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+            value, bool
+        ):
             try:
                 number = float(value)
             except OverflowError:
@@ -584,7 +964,8 @@ class TextScalar(_BytesValued[str]):
             return data.decode()
         except UnicodeDecodeError as exc:
             raise RecordError(
-                f"{self._where_key}: expected valid UTF-8 ({exc.reason} at byte {exc.start}), found {_describe(data)}"
+                f"{self._where_key}: expected valid UTF-8 ({exc.reason} at byte {exc.start}), "
+                f"found {_describe(data)}"
             ) from None
 
 
@@ -618,19 +999,16 @@ class BytesScalar(_BytesValued[bytes]):
 # --- numeric arrays -----------------------------------------------------------------------------
 
 
-class NumericTensor(Codec[npt.NDArray[S]]):
+class NumericTensor(ListCodec[npt.NDArray[S]]):
     """A numpy array of the declared numeric dtype and shape (any leading length for ``None``).
 
-    Coerced values are new, owned, C-contiguous arrays. Integers and bools travel in an
-    ``Int64List``, float32 in a ``FloatList``.
+    Coerced values are new, owned, C-contiguous arrays (rules: :class:`ArrayRules`). Integers and
+    bools travel in an ``Int64List``, float32 in a ``FloatList``.
     """
 
     __slots__ = (
+        "_rules",
         "_np",
-        "_is_float",
-        "_lo",
-        "_hi",
-        "_narrow",
         "_out_shape",
         "_fixed_floats",
         "_fixed_head",
@@ -641,15 +1019,13 @@ class NumericTensor(Codec[npt.NDArray[S]]):
     _scalar = False
 
     def _setup(self) -> None:
-        dtype = self.dtype
-        self._np = cast("np.dtype[S]", dtype.numpy)
-        self._is_float = dtype.kind is Kind.FLOAT
-        self._lo, self._hi = _bounds(dtype)
-        self._narrow = dtype.name != "int64" and not self._is_float
+        self._rules = ArrayRules(self.dtype, self.shape)
+        self._np = cast("np.dtype[S]", self.dtype.numpy)
         first = self.shape[0]
         self._out_shape = (-1 if first is None else first, *self._inner)
         # A fixed-shape float32 array has one canonical list body: its head and size never change.
-        self._fixed_floats = self._count if self._is_float and self._count is not None else 0
+        is_float = self.dtype.kind is Kind.FLOAT
+        self._fixed_floats = self._count if is_float and self._count is not None else 0
         self._body_head = b"\x0a" + encode_varint(4 * self._fixed_floats)
         self._body_size = len(self._body_head) + 4 * self._fixed_floats
         self._fixed_head = self._head(4 * self._fixed_floats) if self._fixed_floats else b""
@@ -661,85 +1037,7 @@ class NumericTensor(Codec[npt.NDArray[S]]):
         integers and floats (finite values beyond float32 are errors). ``[]`` is no rows for a
         leading ``None``.
         """
-        if isinstance(value, np.ndarray):
-            source: np.ndarray[Any, Any] = value
-        elif isinstance(value, list | tuple):
-            try:
-                source = np.array(value)
-            except ValueError:
-                raise RecordError(
-                    f"{self._where}: expected shape {self.shape}, got a ragged nested {type(value).__name__}"
-                ) from None
-        else:
-            raise self._type_error(value, f"{self.dtype.name} values with shape {self.shape}")
-        if source.size == 0:  # no values to check
-            shape = source.shape
-            if shape == (0,) and not self._fixed and not isinstance(value, np.ndarray):
-                shape = (0, *self._inner)
-            array: npt.NDArray[S] = np.empty(shape, self._np)
-        else:
-            array = self._cast(source, value)
-        got, first = array.shape, self.shape[0]
-        if len(got) != len(self.shape) or got[1:] != self._inner or first not in (None, got[0]):
-            raise RecordError(f"{self._where}: expected shape {self.shape}, got {got}")
-        return array
-
-    def _cast(self, source: np.ndarray[Any, Any], value: object) -> npt.NDArray[S]:
-        """The non-empty ``source`` (built from ``value``) as a new array of the dtype, checked."""
-        if source.dtype.kind == "O":
-            source = self._from_objects(source, value)
-        kind = source.dtype.kind
-        if self._is_float:
-            if kind not in "iuf":
-                raise self._elements_error(source, value)
-            if kind == "f" and source.dtype.itemsize > 4:  # wider than float32: may overflow
-                over = np.isfinite(source) & (np.abs(source) >= _F32_OVERFLOW)
-                if over.any():
-                    raise self._range_error(float(source[over].flat[0]), self._where)
-        elif self.dtype.kind is Kind.BOOL:
-            if kind != "b":
-                raise self._elements_error(source, value)
-        else:
-            if kind not in "iu":
-                raise self._elements_error(source, value)
-            low, high = int(source.min()), int(source.max())
-            if low < self._lo:
-                raise self._range_error(low, self._where)
-            if high > self._hi:
-                raise self._range_error(high, self._where)
-        return np.array(source, dtype=self._np, order="C")
-
-    def _from_objects(self, source: np.ndarray[Any, Any], value: object) -> np.ndarray[Any, Any]:
-        """An object array (mixed types, or Python ints beyond 64 bits) as a numeric array."""
-        is_bool = self.dtype.kind is Kind.BOOL
-        allowed: tuple[type, ...]
-        if is_bool:
-            allowed = (bool, np.bool_)
-        elif self._is_float:
-            allowed = (int, float, np.integer, np.floating)
-        else:
-            allowed = (int, np.integer)
-        for item in source.flat:
-            if not isinstance(item, allowed) or (not is_bool and type(item) is bool):
-                raise RecordError(
-                    f"{self._where}: expected {self.dtype.name} values, got "
-                    f"{type(value).__name__} holding {_describe(item)}"
-                )
-            if not self._is_float and not self._lo <= int(item) <= self._hi:
-                raise self._range_error(int(item), self._where)
-        try:
-            return np.array(source.tolist(), dtype=np.float64 if self._is_float else np.int64)
-        except OverflowError:  # a Python int beyond float64
-            first = next(item for item in source.flat if abs(item) >= _F32_OVERFLOW)
-            raise self._range_error(first, self._where) from None
-
-    def _elements_error(self, source: np.ndarray[Any, Any], value: object) -> RecordError:
-        if isinstance(value, np.ndarray):
-            holding = f"ndarray of {value.dtype}"
-        else:
-            kind = _KIND_NAMES.get(source.dtype.kind, str(source.dtype))
-            holding = f"{type(value).__name__} of {kind}"
-        return RecordError(f"{self._where}: expected {self.dtype.name} values, got {holding} {_short(value)}")
+        return self._rules.coerce(value, self._where)
 
     def entry(self, value: npt.NDArray[S] | None) -> bytes:
         if type(value) is np.ndarray and value.dtype is self._np:
@@ -759,10 +1057,7 @@ class NumericTensor(Codec[npt.NDArray[S]]):
             return self._fixed_head + array.astype(_F4, copy=False).tobytes()
         if not array.size:
             return self._empty_entry
-        if self._is_float:
-            payload = array.astype(_F4, copy=False).tobytes()
-        else:
-            payload = encode_packed_int64(np.ascontiguousarray(array.reshape(-1), dtype=np.int64))
+        payload = self._rules.list_payload(array)
         return (self._heads.get(len(payload)) or self._head(len(payload))) + payload
 
     def _present(self, body: bytes) -> npt.NDArray[S]:
@@ -770,24 +1065,9 @@ class NumericTensor(Codec[npt.NDArray[S]]):
         n = self._fixed_floats
         if n and len(body) == self._body_size and body.startswith(self._body_head):
             values = np.frombuffer(body, "<f4", n, len(self._body_head)).astype(self._np)
-        elif self._is_float:
-            size = len(body) - 2
-            if 0 <= size < 0x80 and body[0] == 0x0A and body[1] == size and not size % 4:
-                values = np.frombuffer(body, "<f4", size // 4, 2).astype(self._np)  # short packed
-            else:
-                values = decode_float_list(body)
-            self._check_count(values.size)
         else:
-            values = decode_int64_list(body)
+            values = self._rules.list_values(body, self._where_key)
             self._check_count(values.size)
-            if self._narrow:
-                if values.size:
-                    low, high = int(values.min()), int(values.max())
-                    if low < self._lo:
-                        raise self._range_error(low, self._where_key)
-                    if high > self._hi:
-                        raise self._range_error(high, self._where_key)
-                values = values.astype(self._np)
         if len(self._out_shape) > 1:
             values = values.reshape(self._out_shape)
         return cast("npt.NDArray[S]", values)
@@ -797,9 +1077,6 @@ class NumericTensor(Codec[npt.NDArray[S]]):
 
     def _copy(self, value: npt.NDArray[S]) -> npt.NDArray[S]:
         return value.copy()
-
-    def _plain(self, value: npt.NDArray[S]) -> object:
-        return _nested_tuples(value.tolist())
 
 
 # --- string lists -------------------------------------------------------------------------------
@@ -812,44 +1089,21 @@ def _exact_bytes(item: object) -> bytes:
     return item
 
 
-class _StringList(Codec[list[Any]]):
+class _StringList(ListCodec[list[Any]]):
     """Strings of rank >= 1 as nested lists (one level per dimension), flat in a ``BytesList``."""
 
-    __slots__ = ("_rank", "_list_heads", "_to_bytes")
+    __slots__ = ("_rules", "_rank", "_list_heads", "_to_bytes")
     _scalar = False
 
     def _setup(self) -> None:
+        self._rules = StringRules(self.dtype, self.shape)
         self._rank = len(self.shape)
         self._list_heads: dict[int, bytes] = {}
-        # One canonical item as a value of the BytesList; TypeError for an item of a wrong type.
-        self._to_bytes: Callable[[Any], bytes]
-        self._to_bytes = _str_encode if self.dtype.kind is Kind.STR else _exact_bytes
-
-    @abc.abstractmethod
-    def _coerce_items(self, items: list[object], where: str) -> list[Any]:
-        """The innermost items of one row (``where`` names the row) as canonical values."""
-
-    @abc.abstractmethod
-    def _from_bytes(self, values: list[bytes]) -> list[Any]:
-        """The values of a decoded ``BytesList`` as canonical items."""
+        self._to_bytes = self._rules.to_bytes()
 
     def coerce(self, value: object) -> list[Any]:
         """Iterables (not bare ``str``/``bytes``) nested per dimension, with the fixed counts."""
-        return self._coerce_level(value, 0, self._where)
-
-    def _coerce_level(self, value: object, depth: int, where: str) -> list[Any]:
-        if isinstance(value, str | bytes | bytearray | memoryview) or not isinstance(value, Iterable):
-            expected = "an iterable"
-            if depth == 0:
-                expected = f"an iterable of {self.dtype.name} values with shape {self.shape}"
-            raise RecordError(f"{where}: expected {expected}, got {_describe(value)}")
-        items = list(value)
-        dim = self.shape[depth]
-        if dim is not None and len(items) != dim:
-            raise RecordError(f"{where}: expected {_plural(dim, 'item')} (shape {self.shape}), got {len(items)}")
-        if depth + 1 == self._rank:
-            return self._coerce_items(items, where)
-        return [self._coerce_level(row, depth + 1, f"{where}[{i}]") for i, row in enumerate(items)]
+        return self._rules.coerce(value, self._where)
 
     def entry(self, value: list[Any] | None) -> bytes:
         if type(value) is list and self._rank == 1 and len(value) == (self._count or len(value)):
@@ -871,14 +1125,7 @@ class _StringList(Codec[list[Any]]):
         """
         if not items:
             return self._empty_entry
-        to_bytes = self._to_bytes
-        parts: list[bytes] = []
-        for item in items:
-            data = to_bytes(item)
-            size = len(data)
-            parts.append(_ITEM_HEADS[size] if size < 0x80 else b"\x0a" + encode_varint(size))
-            parts.append(data)
-        body = b"".join(parts)
+        body = _bytes_list_body(items, self._to_bytes)
         head = self._list_heads.get(len(body))
         if head is None:
             head = _entry_head(self._kf, self._tag, len(body))
@@ -889,7 +1136,7 @@ class _StringList(Codec[list[Any]]):
     def _present(self, body: bytes) -> list[Any]:
         values = decode_bytes_list(body)
         self._check_count(len(values))
-        items = self._from_bytes(values)
+        items = self._rules.from_bytes(values, self._where_key)
         if self._rank > 1:
             for dim in reversed(self._inner):
                 items = [items[i : i + dim] for i in range(0, len(items), dim)]
@@ -906,9 +1153,6 @@ class _StringList(Codec[list[Any]]):
             return list(value)
         return [self._copy_level(row, depth + 1) for row in value]
 
-    def _plain(self, value: list[Any]) -> object:
-        return _nested_tuples(value)
-
 
 class TextList(_StringList):
     """``str`` values (encodable as UTF-8) of rank >= 1 as nested lists; UTF-8 in a BytesList."""
@@ -916,53 +1160,12 @@ class TextList(_StringList):
     __slots__ = ()
     _kinds = (Kind.STR,)
 
-    def _coerce_items(self, items: list[object], where: str) -> list[str]:
-        texts: list[str] = []
-        for i, item in enumerate(items):
-            if type(item) is str:
-                texts.append(item)
-            elif isinstance(item, str):
-                texts.append(str.__str__(item))
-            else:
-                raise RecordError(f"{where}[{i}]: expected string, got {_describe(item)}")
-        try:
-            "".join(texts).encode()
-        except UnicodeEncodeError:
-            i = next(i for i, text in enumerate(texts) if not _encodable(text))
-            raise RecordError(
-                f"{where}[{i}]: expected a string encodable as UTF-8, got {_describe(texts[i])}"
-            ) from None
-        return texts
-
-    def _from_bytes(self, values: list[bytes]) -> list[Any]:
-        try:
-            return list(map(_bytes_decode, values))
-        except UnicodeDecodeError:
-            i = next(i for i, data in enumerate(values) if not _decodable(data))
-            raise RecordError(
-                f"{self._where_key}: expected valid UTF-8 in value {i}, found {_describe(values[i])}"
-            ) from None
-
 
 class BytesList(_StringList):
     """``bytes`` values of rank >= 1 as nested lists, in a ``BytesList``."""
 
     __slots__ = ()
     _kinds = (Kind.BYTES,)
-
-    def _coerce_items(self, items: list[object], where: str) -> list[bytes]:
-        values: list[bytes] = []
-        for i, item in enumerate(items):
-            if type(item) is bytes:
-                values.append(item)
-            elif isinstance(item, bytes | bytearray | memoryview):
-                values.append(bytes(item))
-            else:
-                raise RecordError(f"{where}[{i}]: expected bytes, got {_describe(item)}")
-        return values
-
-    def _from_bytes(self, values: list[bytes]) -> list[Any]:
-        return values
 
 
 def _encodable(text: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
@@ -46,11 +46,6 @@ def values_equal(a: object, b: object) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
-
-
-def tf_feature_spec(codecs: Iterable[Any]) -> dict[str, Any]:
-    """The TensorFlow parse spec of a record's features: every codec's entries, keyed by their Example keys."""
-    return {codec.key: codec.tf_spec() for codec in codecs}
 
 
 def message_bytes(message: ProtoMessage, full_name: str) -> bytes:
