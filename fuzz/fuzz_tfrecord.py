@@ -1,0 +1,61 @@
+"""Atheris target: any bytes as a TFRecord stream.
+
+The first byte is the mode (``common.read_mode``: compression ``None``/gzip/zlib, raise or skip,
+CRCs checked or not); the rest is the stream, read to its end with ``TFRecordReader``. Raising, the
+only error allowed is :class:`~codegen.errors.DataError`, and an uncompressed stream read with
+CRCs checked starts with exactly the framing of the records yielded. Skipping, nothing may be
+raised, and in an uncompressed stream every byte is in a yielded record or a skipped span.
+Anything else is a crash. Run: ``python fuzz/fuzz_tfrecord.py CORPUS [SEEDS]``.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import atheris  # type: ignore[import-untyped]
+
+with atheris.instrument_imports(include=["codegen", "common"]):
+    from common import read_mode
+
+    from codegen.errors import DataError
+    from codegen.runtime.tfrecord import TFRecordReader, TFRecordWriter
+
+
+def _framed(records: list[bytes]) -> bytes:
+    out = io.BytesIO()
+    with TFRecordWriter(out) as writer:
+        for record in records:
+            writer.write(record)
+    return out.getvalue()
+
+
+def test_one_input(data: bytes) -> None:
+    if not data:
+        return
+    compression, skip, verify = read_mode(data[0])
+    stream = data[1:]
+    reader = TFRecordReader(
+        io.BytesIO(stream),
+        compression=compression,
+        verify_crc=verify,
+        on_error="skip" if skip else "raise",
+    )
+    records: list[bytes] = []
+    try:
+        records.extend(reader)
+    except DataError:
+        if skip:
+            raise
+    if compression is not None:
+        return
+    if skip:
+        if sum(len(r) + 16 for r in records) + reader.skipped_bytes != len(stream):
+            raise AssertionError("the records and skipped spans do not cover the stream")
+    elif verify and not stream.startswith(_framed(records)):
+        raise AssertionError("the records read are not framed as the stream frames them")
+
+
+if __name__ == "__main__":
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

@@ -1,0 +1,122 @@
+"""The compatibility corpus: TFRecord files written by TensorFlow and by the ``tfrecord`` package
+(``tests/data/corpus/``, made by ``tests/data/make_corpus.py``) read back through the record
+classes and the runtime reader, without TensorFlow, to the values in ``expected.json``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from codegen.runtime.tfrecord import TFRecordReader, read_tfrecord
+from codegen.runtime.wire import parse_example, parse_sequence_example
+
+DATA = Path(__file__).resolve().parent / "data"
+CORPUS = DATA / "corpus"
+MAX_CORPUS_BYTES = 200_000
+
+
+def _make_corpus() -> ModuleType:
+    """``tests/data/make_corpus.py``, for its record classes and normal form of values."""
+    spec = importlib.util.spec_from_file_location("make_corpus", DATA / "make_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_corpus = _make_corpus()
+EXPECTED: dict[str, Any] = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))
+FILES: list[dict[str, Any]] = EXPECTED["files"]
+SETS: dict[str, dict[str, Any]] = EXPECTED["sets"]
+
+
+def record_class(set_name: str) -> type[Any]:
+    return make_corpus.record_class(SETS[set_name])  # type: ignore[no-any-return]
+
+
+def expected_values(set_name: str) -> list[dict[str, object]]:
+    return [record["values"] for record in SETS[set_name]["records"]]
+
+
+def written_keys(set_name: str) -> list[set[bytes]]:
+    """Per record, the keys of the features it writes (context and feature lists together)."""
+    infos = list(record_class(set_name).feature_spec())
+    return [
+        {info.key.encode() for info in infos if info.name not in record["absent"]}
+        for record in SETS[set_name]["records"]
+    ]
+
+
+def file_records(entry: dict[str, Any]) -> list[bytes]:
+    return list(read_tfrecord(CORPUS / entry["file"], compression=entry["compression"]))
+
+
+def test_corpus_holds_the_listed_files_within_its_size_budget() -> None:
+    on_disk = {path.name for path in CORPUS.iterdir()}
+    assert on_disk == {entry["file"] for entry in FILES} | {"expected.json"}
+    assert sum(path.stat().st_size for path in CORPUS.iterdir()) < MAX_CORPUS_BYTES
+    writers = {(entry["set"], entry["writer"], entry["compression"]) for entry in FILES}
+    for name in SETS:
+        for compression in (None, "gzip", "zlib"):
+            assert (name, "tensorflow", compression) in writers
+        assert (name, "tfrecord", None) in writers
+    assert any(s["sequence"] for s in SETS.values()) and not all(
+        s["sequence"] for s in SETS.values()
+    )
+
+
+@pytest.mark.parametrize("entry", FILES, ids=[entry["file"] for entry in FILES])
+def test_record_class_reads_the_expected_values(entry: dict[str, Any]) -> None:
+    cls = record_class(entry["set"])
+    names = [info.name for info in cls.feature_spec()]
+    records = list(cls.read_tfrecord(CORPUS / entry["file"], compression="auto"))
+    decoded = [{n: make_corpus.normal_form(getattr(r, n)) for n in names} for r in records]
+    assert decoded == expected_values(entry["set"])
+
+
+@pytest.mark.parametrize("entry", FILES, ids=[entry["file"] for entry in FILES])
+def test_runtime_reader_yields_every_record_with_its_keys(entry: dict[str, Any]) -> None:
+    with (
+        open(CORPUS / entry["file"], "rb") as file,
+        TFRecordReader(file, compression=entry["compression"]) as reader,
+    ):
+        records = list(reader)
+        assert reader.index == len(records) == len(expected_values(entry["set"]))
+        assert reader.offset == sum(len(r) + 16 for r in records)
+    keys: list[set[bytes]] = []
+    for data in records:
+        if SETS[entry["set"]]["sequence"]:
+            context, lists = parse_sequence_example(data)
+            keys.append(set(context) | set(lists))
+        else:
+            keys.append(set(parse_example(data)))
+    assert keys == written_keys(entry["set"])
+
+
+def _prefix_free(keys: list[str]) -> bool:
+    encoded = sorted(k.encode() for k in keys)
+    return not any(b.startswith(a) for a, b in zip(encoded, encoded[1:], strict=False))
+
+
+DETERMINISTIC = [e for e in FILES if e["deterministic"]]
+
+
+@pytest.mark.parametrize("entry", DETERMINISTIC, ids=[e["file"] for e in DETERMINISTIC])
+def test_deterministic_tensorflow_bytes_equal_our_encoding(entry: dict[str, Any]) -> None:
+    """Our encoding of each record is TensorFlow's deterministic serialization, byte for byte, when
+    no key is a prefix of another (protobuf's upb and C++ backends order such keys differently)."""
+    cls = record_class(entry["set"])
+    records = file_records(entry)
+    if _prefix_free([info.key for info in cls.feature_spec()]):
+        assert [cls.decode(data).encode() for data in records] == records
+    else:
+        names = [info.name for info in cls.feature_spec()]
+        again = [cls.decode(cls.decode(data).encode()) for data in records]
+        assert [{n: make_corpus.normal_form(getattr(r, n)) for n in names} for r in again] == (
+            expected_values(entry["set"])
+        )
