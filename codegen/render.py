@@ -23,6 +23,7 @@ from codegen.runtime.dtypes import Kind
 
 _FIXED_IMPORTS = (
     "import dataclasses as _dc",
+    "from collections.abc import Callable as _Callable",
     "from collections.abc import Iterator as _Iterator",
     "from collections.abc import Iterable as _Iterable",
     "from typing import Any as _Any",

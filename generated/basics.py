@@ -8,6 +8,7 @@ Records: Basics. Schema version 1, fingerprint cc307b360bdf8684.
 from __future__ import annotations
 
 import dataclasses as _dc
+from collections.abc import Callable as _Callable
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
 from typing import Any as _Any
@@ -146,9 +147,20 @@ class Basics:
         path: _rt.PathLike,
         *,
         compression: _rt.CompressionArg = None,
+        on_error: _rt.OnError = "raise",
+        on_skip: _Callable[[_rt.SkippedSpan], None] | None = None,
     ) -> _Iterator[_Self]:
-        """Read and decode every record of a TFRecord file, checking both CRCs of each."""
-        return _rt.read_decoded(path, cls.decode, compression=compression)
+        """Read and decode every record of a TFRecord file, checking both CRCs of each.
+
+        ``on_error="skip"`` skips corrupt stretches (reported to ``on_skip``) instead of raising ``DataError``.
+        """
+        return _rt.read_decoded(
+            path,
+            cls.decode,
+            compression=compression,
+            on_error=on_error,
+            on_skip=on_skip,
+        )
 
     @classmethod
     def write_dataset(

@@ -8,6 +8,7 @@ Records: Customer. Schema version 1, fingerprint dce8b7e54f6845e6.
 from __future__ import annotations
 
 import dataclasses as _dc
+from collections.abc import Callable as _Callable
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
 from typing import Any as _Any
@@ -187,9 +188,20 @@ class Customer:
         path: _rt.PathLike,
         *,
         compression: _rt.CompressionArg = None,
+        on_error: _rt.OnError = "raise",
+        on_skip: _Callable[[_rt.SkippedSpan], None] | None = None,
     ) -> _Iterator[_Self]:
-        """Read and decode every record of a TFRecord file, checking both CRCs of each."""
-        return _rt.read_decoded(path, cls.decode, compression=compression)
+        """Read and decode every record of a TFRecord file, checking both CRCs of each.
+
+        ``on_error="skip"`` skips corrupt stretches (reported to ``on_skip``) instead of raising ``DataError``.
+        """
+        return _rt.read_decoded(
+            path,
+            cls.decode,
+            compression=compression,
+            on_error=on_error,
+            on_skip=on_skip,
+        )
 
     @classmethod
     def write_dataset(

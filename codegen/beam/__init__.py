@@ -27,7 +27,7 @@ from __future__ import annotations
 from codegen.errors import MissingExtraError
 
 try:
-    import apache_beam  # type: ignore[import-not-found]  # noqa: F401
+    import apache_beam  # noqa: F401
 except ImportError as exc:
     raise MissingExtraError(
         f"codegen.beam needs Apache Beam, which cannot be imported ({exc}); install the extra:"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic
 
-import apache_beam as beam  # type: ignore[import-not-found]
+import apache_beam as beam
 
 from codegen.beam.record import R
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, cast
 
-import apache_beam as beam  # type: ignore[import-not-found]
+import apache_beam as beam
 
 from codegen.beam.record import R, schema_info
 from codegen.errors import RecordError

@@ -12,11 +12,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import BinaryIO
 
-from apache_beam.io.filesystem import (  # type: ignore[import-not-found]
+from apache_beam.io.filesystem import (
     BeamIOError,
     CompressionTypes,
 )
-from apache_beam.io.filesystems import FileSystems  # type: ignore[import-not-found]
+from apache_beam.io.filesystems import FileSystems
 
 from codegen.errors import DataError, TfrGenError
 from codegen.runtime.dataset import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest

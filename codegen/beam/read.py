@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import apache_beam as beam  # type: ignore[import-not-found]
+import apache_beam as beam
 
 from codegen.beam.coder import register_coder
 from codegen.beam.files import (

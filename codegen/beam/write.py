@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import apache_beam as beam  # type: ignore[import-not-found]
-from apache_beam.io.filesystem import CompressionTypes  # type: ignore[import-not-found]
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 
 from codegen.beam.encode import EncodeRecords
 from codegen.beam.files import (

@@ -56,6 +56,7 @@ from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tfcompat import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
 from codegen.runtime.tfrecord import (
     Compression,
+    OnError,
     SkippedSpan,
     TFRecordReader,
     TFRecordWriter,
@@ -97,6 +98,7 @@ __all__ = [
     "DataError",
     "RecordError",
     "Compression",
+    "OnError",
     "CompressionArg",
     "DType",
     "ExampleMessage",

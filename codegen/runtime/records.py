@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import numpy as np
 
 from codegen.errors import DataError, RecordError
-from codegen.runtime.tfrecord import Compression, TFRecordReader, resolve_compression
+from codegen.runtime.tfrecord import Compression, OnError, SkippedSpan, TFRecordReader, resolve_compression
 
 T = TypeVar("T")
 
@@ -58,18 +58,25 @@ def message_bytes(message: ProtoMessage, full_name: str) -> bytes:
 
 
 def read_decoded(
-    path: PathLike, decode: Callable[[bytes], T], *, compression: CompressionArg = None
+    path: PathLike,
+    decode: Callable[[bytes], T],
+    *,
+    compression: CompressionArg = None,
+    on_error: OnError = "raise",
+    on_skip: Callable[[SkippedSpan], None] | None = None,
 ) -> Iterator[T]:
-    """Decode every record of a TFRecord file; a record that does not decode is reported with its file position."""
-    with TFRecordReader(path, compression=resolve_compression(path, compression)) as reader:
+    """Decode every record of a TFRecord file; a record that does not decode is reported with its file position.
+
+    ``on_error="skip"`` skips corrupt or truncated stretches of the file (each reported to ``on_skip``) instead of
+    raising :class:`DataError`; a record whose CRCs pass but which does not decode always raises.
+    """
+    resolved = resolve_compression(path, compression)
+    with TFRecordReader(path, compression=resolved, on_error=on_error, on_skip=on_skip) as reader:
         for data in reader:
             try:
                 record = decode(data)
             except RecordError as exc:
-                offset = (
-                    reader.offset - len(data) - 16
-                )  # the record's header: 12 bytes before, 4 after the data
-                raise DataError(
-                    str(exc), path=os.fspath(path), index=reader.index - 1, offset=offset
-                ) from exc
+                # The record's header starts 12 bytes before its data; 4 CRC bytes follow the data.
+                offset = reader.offset - len(data) - 16
+                raise DataError(str(exc), path=os.fspath(path), index=reader.index - 1, offset=offset) from exc
             yield record
