@@ -248,6 +248,11 @@ class _Lowering:
         for name, record in records.items():
             path: Path = ("records", name)
             problem = naming.record_name_problem(name)
+            if problem is None and name.endswith("Batch") and name[: -len("Batch")] in records:
+                problem = (
+                    f"record name {name!r} clashes with the batch class generated for record"
+                    f" {name[: -len('Batch')]!r}; rename it"
+                )
             if problem is not None:
                 self.at_key(path, problem)
             if isinstance(record, dict):

@@ -26,7 +26,10 @@ _FIXED_IMPORTS = (
     "from collections.abc import Callable as _Callable",
     "from collections.abc import Iterator as _Iterator",
     "from collections.abc import Iterable as _Iterable",
+    "from collections.abc import Sequence as _Sequence",
     "from typing import Any as _Any",
+    "from typing import Unpack as _Unpack",
+    "from typing import overload as _overload",
     "from typing import Self as _Self",
     "from codegen import runtime as _rt",
 )

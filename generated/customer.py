@@ -11,8 +11,11 @@ import dataclasses as _dc
 from collections.abc import Callable as _Callable
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
+from collections.abc import Sequence as _Sequence
 from typing import Any as _Any
 from typing import Self as _Self
+from typing import Unpack as _Unpack
+from typing import overload as _overload
 
 import numpy as _np
 import numpy.typing as _npt
@@ -258,3 +261,145 @@ class Customer:
         """Random access to an uncompressed TFRecord file: ``len()`` and ``records[i]``, by its index
         (``tfr-gen index``), or by a scan when it has none."""
         return _rt.IndexedRecords(path, cls.decode, index=index)
+
+    @classmethod
+    def decode_batch(cls, data: _Sequence[bytes]) -> CustomerBatch:
+        """Decode many serialized records at once into columns (same rules and errors as ``decode``)."""
+        return CustomerBatch.decode(data)
+
+    @_overload
+    @classmethod
+    def dataset(
+        cls,
+        files: _rt.Files,
+        *,
+        batch_size: int,
+        drop_remainder: bool = False,
+        **options: _Unpack[_rt.DatasetOptions],
+    ) -> _rt.Dataset[CustomerBatch]: ...
+
+    @_overload
+    @classmethod
+    def dataset(
+        cls,
+        files: _rt.Files,
+        *,
+        batch_size: None,
+        **options: _Unpack[_rt.DatasetOptions],
+    ) -> _rt.Dataset[_Self]: ...
+
+    @classmethod
+    def dataset(
+        cls,
+        files: _rt.Files,
+        *,
+        batch_size: int | None,
+        drop_remainder: bool = False,
+        **options: _Unpack[_rt.DatasetOptions],
+    ) -> _rt.Dataset[CustomerBatch] | _rt.Dataset[_Self]:
+        """Read many TFRecord files (paths or a glob) as batches (or records with ``batch_size=None``): interleaved,
+        shuffled with a seed, and sharded across DataLoader workers and ranks so each record is read once per epoch.
+        """
+        return _rt.record_dataset(
+            files,
+            cls.decode,
+            CustomerBatch.decode,
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            **options,
+        )
+
+
+_Customer_BATCH = _rt.BatchCodec(
+    "Customer",
+    _Customer_CODECS,
+)
+
+
+@_dc.dataclass(frozen=True, slots=True, eq=False)
+class CustomerBatch:
+    """A batch of ``Customer`` records, one column per attribute.
+
+    Fixed numeric shapes are arrays ``[B, *shape]`` of the declared dtype, strings and bytes
+    lists; each ``null`` dimension is a level of ``Ragged`` (flat values plus row splits); an
+    optional feature is ``Masked`` (values plus a ``present`` mask).
+    """
+
+    age: _npt.NDArray[_np.int64]
+    movie: _rt.Ragged[list[str]]
+    movie_ratings: _rt.Ragged[_npt.NDArray[_np.float32]]
+    suggestion: list[str]
+    suggestion_purchased: _npt.NDArray[_np.float32]
+    purchase_price: _npt.NDArray[_np.float32]
+
+    def __post_init__(self) -> None:
+        _Customer_BATCH.check(self._columns())
+
+    def __len__(self) -> int:
+        """The number of records."""
+        return len(self.age)
+
+    def _columns(self) -> tuple[_Any, ...]:
+        return (
+            self.age,
+            self.movie,
+            self.movie_ratings,
+            self.suggestion,
+            self.suggestion_purchased,
+            self.purchase_price,
+        )
+
+    @classmethod
+    def decode(cls, data: _Sequence[bytes]) -> _Self:
+        """Decode serialized ``tf.train.Example`` records column by column.
+
+        The values are those of ``Customer.decode`` of each; the first record that does
+        not decode raises ``RecordError`` naming its index in ``data``.
+        """
+        return cls(*_Customer_BATCH.decode(data))
+
+    @classmethod
+    def from_records(cls, records: _Iterable[Customer]) -> _Self:
+        """The batch of ``records``, in order."""
+        return cls(
+            *_Customer_BATCH.columns(
+                [
+                    (
+                        r.age,
+                        r.movie,
+                        r.movie_ratings,
+                        r.suggestion,
+                        r.suggestion_purchased,
+                        r.purchase_price,
+                    )
+                    for r in records
+                ]
+            )
+        )
+
+    def records(self) -> list[Customer]:
+        """The records of the batch, in order (they share nothing with it)."""
+        out: list[Customer] = []
+        for values in _Customer_BATCH.rows(self._columns()):
+            record = object.__new__(Customer)
+            (
+                record.age,
+                record.movie,
+                record.movie_ratings,
+                record.suggestion,
+                record.suggestion_purchased,
+                record.purchase_price,
+            ) = values
+            out.append(record)
+        return out
+
+    def to_dict(self) -> dict[str, _Any]:
+        """Every column by attribute name: numpy arrays, lists, ``Ragged`` and ``Masked`` columns."""
+        return {
+            "age": self.age,
+            "movie": self.movie,
+            "movie_ratings": self.movie_ratings,
+            "suggestion": self.suggestion,
+            "suggestion_purchased": self.suggestion_purchased,
+            "purchase_price": self.purchase_price,
+        }

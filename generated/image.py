@@ -11,8 +11,11 @@ import dataclasses as _dc
 from collections.abc import Callable as _Callable
 from collections.abc import Iterable as _Iterable
 from collections.abc import Iterator as _Iterator
+from collections.abc import Sequence as _Sequence
 from typing import Any as _Any
 from typing import Self as _Self
+from typing import Unpack as _Unpack
+from typing import overload as _overload
 
 import numpy as _np
 import numpy.typing as _npt
@@ -217,3 +220,130 @@ class Image:
         """Random access to an uncompressed TFRecord file: ``len()`` and ``records[i]``, by its index
         (``tfr-gen index``), or by a scan when it has none."""
         return _rt.IndexedRecords(path, cls.decode, index=index)
+
+    @classmethod
+    def decode_batch(cls, data: _Sequence[bytes]) -> ImageBatch:
+        """Decode many serialized records at once into columns (same rules and errors as ``decode``)."""
+        return ImageBatch.decode(data)
+
+    @_overload
+    @classmethod
+    def dataset(
+        cls,
+        files: _rt.Files,
+        *,
+        batch_size: int,
+        drop_remainder: bool = False,
+        **options: _Unpack[_rt.DatasetOptions],
+    ) -> _rt.Dataset[ImageBatch]: ...
+
+    @_overload
+    @classmethod
+    def dataset(
+        cls,
+        files: _rt.Files,
+        *,
+        batch_size: None,
+        **options: _Unpack[_rt.DatasetOptions],
+    ) -> _rt.Dataset[_Self]: ...
+
+    @classmethod
+    def dataset(
+        cls,
+        files: _rt.Files,
+        *,
+        batch_size: int | None,
+        drop_remainder: bool = False,
+        **options: _Unpack[_rt.DatasetOptions],
+    ) -> _rt.Dataset[ImageBatch] | _rt.Dataset[_Self]:
+        """Read many TFRecord files (paths or a glob) as batches (or records with ``batch_size=None``): interleaved,
+        shuffled with a seed, and sharded across DataLoader workers and ranks so each record is read once per epoch.
+        """
+        return _rt.record_dataset(
+            files,
+            cls.decode,
+            ImageBatch.decode,
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            **options,
+        )
+
+
+_Image_BATCH = _rt.BatchCodec(
+    "Image",
+    _Image_CODECS,
+)
+
+
+@_dc.dataclass(frozen=True, slots=True, eq=False)
+class ImageBatch:
+    """A batch of ``Image`` records, one column per attribute.
+
+    Fixed numeric shapes are arrays ``[B, *shape]`` of the declared dtype, strings and bytes
+    lists; each ``null`` dimension is a level of ``Ragged`` (flat values plus row splits); an
+    optional feature is ``Masked`` (values plus a ``present`` mask).
+    """
+
+    label: _npt.NDArray[_np.int64]
+    image: list[bytes]
+    shape: _npt.NDArray[_np.int64]
+
+    def __post_init__(self) -> None:
+        _Image_BATCH.check(self._columns())
+
+    def __len__(self) -> int:
+        """The number of records."""
+        return len(self.label)
+
+    def _columns(self) -> tuple[_Any, ...]:
+        return (
+            self.label,
+            self.image,
+            self.shape,
+        )
+
+    @classmethod
+    def decode(cls, data: _Sequence[bytes]) -> _Self:
+        """Decode serialized ``tf.train.Example`` records column by column.
+
+        The values are those of ``Image.decode`` of each; the first record that does
+        not decode raises ``RecordError`` naming its index in ``data``.
+        """
+        return cls(*_Image_BATCH.decode(data))
+
+    @classmethod
+    def from_records(cls, records: _Iterable[Image]) -> _Self:
+        """The batch of ``records``, in order."""
+        return cls(
+            *_Image_BATCH.columns(
+                [
+                    (
+                        r.label,
+                        r.image,
+                        r.shape,
+                    )
+                    for r in records
+                ]
+            )
+        )
+
+    def records(self) -> list[Image]:
+        """The records of the batch, in order (they share nothing with it)."""
+        out: list[Image] = []
+        for values in _Image_BATCH.rows(self._columns()):
+            record = object.__new__(Image)
+            (
+                record.label,
+                record.image,
+                record.shape,
+            ) = values
+            out.append(record)
+        return out
+
+    def to_dict(self) -> dict[str, _Any]:
+        """Every column by attribute name: numpy arrays, lists, ``Ragged`` and ``Masked`` columns."""
+        return {
+            "label": self.label,
+            "image": self.image,
+            "shape": self.shape,
+        }

@@ -5,6 +5,9 @@ It depends only on numpy, protobuf and crc32c; TensorFlow is imported lazily by 
 
 from codegen.errors import DataError, RecordError
 from codegen.runtime import proto
+from codegen.runtime.batch import BatchCodec
+from codegen.runtime.columns import Masked, Ragged
+from codegen.runtime.loader import Dataset, DatasetOptions, Files, record_dataset
 from codegen.runtime.dataset import Manifest, SchemaInfo, ShardInfo, load_manifest, read_dataset, write_dataset
 from codegen.runtime.dtypes import (
     BOOL,
@@ -67,6 +70,13 @@ from codegen.runtime.tfrecord import (
 from codegen.runtime.wire import example, parse_example, parse_sequence_example, sequence_example
 
 __all__ = [
+    "BatchCodec",
+    "Dataset",
+    "DatasetOptions",
+    "Files",
+    "Masked",
+    "Ragged",
+    "record_dataset",
     "IndexedReader",
     "IndexedRecords",
     "Manifest",

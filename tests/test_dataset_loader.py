@@ -1,0 +1,286 @@
+"""The multi-file Dataset: every record exactly once per epoch across workers and ranks, seeded
+shuffling, epochs, interleaving, batching, and errors naming the file and offset."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from collections.abc import Generator
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import pytest
+from test_batch import batch_module
+
+from codegen.errors import DataError, TfrGenError
+from codegen.runtime import write_tfrecord
+from codegen.runtime.columns import Ragged
+from codegen.runtime.loader import Dataset, Shard, record_dataset
+from codegen.runtime.tfrecord import Compression
+
+SCHEMA = """\
+version: 1
+records:
+  Item:
+    features:
+      id: {dtype: int64}
+      tokens: {dtype: int32, shape: [null]}
+      name: {dtype: string}
+"""
+
+SIZES = (7, 0, 12, 5, 9, 3, 11, 4)
+"""Records per file (one empty file); ids run through them in order."""
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    return batch_module(SCHEMA, "loader_items", tmp_path_factory.mktemp("loader_module"))
+
+
+def item(module: ModuleType, i: int) -> Any:
+    return module.Item(id=i, tokens=list(range(i % 4)), name=f"item {i}")
+
+
+def write_shards(module: ModuleType, directory: Path, sizes: tuple[int, ...] = SIZES) -> list[Path]:
+    """One file per size, alternately uncompressed and gzip; ids count up across the files."""
+    paths = []
+    first = 0
+    for j, size in enumerate(sizes):
+        compression: Compression = "gzip" if j % 2 else None
+        path = directory / f"part-{j:02d}.tfrecord{'.gz' if compression else ''}"
+        write_tfrecord(
+            path,
+            (item(module, i).encode() for i in range(first, first + size)),
+            compression=compression,
+        )
+        paths.append(path)
+        first += size
+    return paths
+
+
+@pytest.fixture
+def shards(module: ModuleType, tmp_path: Path) -> list[Path]:
+    return write_shards(module, tmp_path)
+
+
+def batches(module: ModuleType, files: Any, **options: Any) -> Dataset[Any]:
+    options.setdefault("batch_size", 4)
+    return Dataset.of_batches(files, module.ItemBatch.decode, module.Item.decode, **options)
+
+
+def ids(dataset: Dataset[Any]) -> list[int]:
+    return [
+        i for item in dataset for i in (item.id.tolist() if hasattr(item, "records") else [item.id])
+    ]
+
+
+@mock.patch("torch.utils.data.get_worker_info")
+def shard_ids(
+    module: ModuleType, files: Any, workers: int, ranks: int, info: mock.Mock, **options: Any
+) -> list[list[int]]:
+    """The ids each (rank, worker) reads, DataLoader workers stood in for by ``get_worker_info``."""
+    out = []
+    for rank in range(ranks):
+        for worker in range(workers):
+            info.return_value = SimpleNamespace(id=worker, num_workers=workers)
+            dataset = batches(module, files, rank=rank, world_size=ranks, **options)
+            assert dataset.shard() == Shard(rank * workers + worker, ranks * workers)
+            out.append(ids(dataset))
+    return out
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+@pytest.mark.parametrize("files", [8, 3], ids=["by-file", "by-record"])
+def test_every_record_is_read_once_per_epoch_across_workers_and_ranks(
+    module: ModuleType, tmp_path: Path, workers: int, files: int
+) -> None:
+    pytest.importorskip("torch")
+    sizes = SIZES[:files]
+    paths = write_shards(module, tmp_path, sizes)
+    per_shard = shard_ids(
+        module, [str(p) for p in paths], workers, 2, shuffle_buffer=5, seed=1, epochs=2
+    )
+    assert len(per_shard) == 2 * workers
+    total = sum(sizes)
+    assert Counter(i for got in per_shard for i in got) == Counter({i: 2 for i in range(total)})
+    for got in per_shard:  # each epoch reads the shard's records once
+        half = len(got) // 2
+        assert sorted(got[:half]) == sorted(got[half:]) and len(set(got[:half])) == half
+    if files >= 2 * workers:  # shard by file: a shard's records come from its own files
+        owners = {
+            i: j for j, first in enumerate(_firsts(sizes)) for i in range(first, first + sizes[j])
+        }
+        for s, got in enumerate(per_shard):
+            assert {owners[i] % (2 * workers) for i in got} <= {s}
+
+
+def _firsts(sizes: tuple[int, ...]) -> list[int]:
+    return [sum(sizes[:j]) for j in range(len(sizes))]
+
+
+def test_without_torch_there_is_one_shard(module: ModuleType, shards: list[Path]) -> None:
+    with mock.patch.dict("sys.modules", {"torch": None, "torch.distributed": None}):
+        dataset = batches(module, shards)
+        assert dataset.shard() == Shard(0, 1)
+        assert sorted(ids(dataset)) == list(range(sum(SIZES)))
+
+
+def test_an_initialised_torch_distributed_gives_rank_and_world_size(
+    module: ModuleType, shards: list[Path]
+) -> None:
+    distributed = SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True)
+    distributed.get_rank = lambda: 1
+    distributed.get_world_size = lambda: 3
+    with mock.patch.dict("sys.modules", {"torch": None, "torch.distributed": distributed}):
+        assert batches(module, shards).shard() == Shard(1, 3)
+        assert batches(module, shards, rank=0, world_size=2).shard() == Shard(0, 2)
+
+
+def test_no_shuffle_reads_files_in_sorted_order(module: ModuleType, shards: list[Path]) -> None:
+    reversed_names = [str(p) for p in reversed(shards)]
+    assert ids(batches(module, reversed_names)) == list(range(sum(SIZES)))
+    assert ids(batches(module, str(shards[0].parent / "part-0*"))) == list(range(sum(SIZES)))
+
+
+def test_shuffling_is_fixed_by_seed_and_epoch(module: ModuleType, shards: list[Path]) -> None:
+    total = sum(SIZES)
+    first = ids(batches(module, shards, shuffle_buffer=10, seed=7, epochs=3))
+    assert first == ids(batches(module, shards, shuffle_buffer=10, seed=7, epochs=3))
+    epochs = [first[k * total : (k + 1) * total] for k in range(3)]
+    assert all(sorted(e) == list(range(total)) for e in epochs)
+    assert len({tuple(e) for e in epochs}) == 3, "every epoch has its own order"
+    assert epochs[0] != list(range(total))
+    assert ids(batches(module, shards, shuffle_buffer=10, seed=8)) != epochs[0]
+    unseeded = batches(module, shards, shuffle_buffer=10)
+    assert ids(unseeded) == ids(unseeded), "seed=None picks one seed per Dataset"
+
+
+def test_batches_do_not_span_epochs_and_drop_remainder_drops_the_last(
+    module: ModuleType, shards: list[Path]
+) -> None:
+    total = sum(SIZES)  # 51: batches of 4 leave 3 in every epoch
+    kept = [len(b) for b in batches(module, shards, batch_size=4, epochs=2)]
+    assert kept == ([4] * (total // 4) + [total % 4]) * 2
+    dropped = [len(b) for b in batches(module, shards, batch_size=4, epochs=2, drop_remainder=True)]
+    assert dropped == [4] * (total // 4) * 2
+    assert [len(b) for b in batches(module, shards, epochs=0)] == []
+
+
+def test_interleave_takes_turns_and_refills_from_the_next_file(
+    module: ModuleType, tmp_path: Path
+) -> None:
+    paths = write_shards(module, tmp_path, (3, 1, 2, 2))  # ids 0-2 | 3 | 4-5 | 6-7
+    assert ids(batches(module, paths, interleave=2)) == [0, 3, 1, 4, 2, 5, 6, 7]
+    assert ids(batches(module, paths, interleave=3)) == [0, 3, 4, 1, 6, 5, 2, 7]
+    assert ids(batches(module, paths, interleave=9)) == [0, 3, 4, 6, 1, 5, 7, 2]
+
+
+def test_records_one_by_one(module: ModuleType, shards: list[Path]) -> None:
+    records = list(Dataset.of_records(shards, module.Item.decode, shuffle_buffer=4, seed=3))
+    assert sorted(r.id for r in records) == list(range(sum(SIZES)))
+    assert all(r == item(module, r.id) for r in records)
+    with pytest.raises(TfrGenError, match="needs a dataset of batches"):
+        Dataset.of_records(shards, module.Item.decode).to_torch()
+
+
+def test_a_record_class_dataset_gives_batches_or_records(
+    module: ModuleType, shards: list[Path]
+) -> None:
+    def dataset(**options: Any) -> Dataset[Any]:
+        return record_dataset(shards, module.Item.decode, module.ItemBatch.decode, **options)
+
+    assert [len(b) for b in dataset(batch_size=20, drop_remainder=True)] == [20, 20]
+    assert [r.id for r in dataset(batch_size=None, interleave=2)][:4] == [0, 7, 1, 8]
+    with pytest.raises(TfrGenError, match="batch_size and drop_remainder need a decode_batch"):
+        dataset(batch_size=None, drop_remainder=True)
+
+
+def test_stopping_early_closes_the_files(module: ModuleType, shards: list[Path]) -> None:
+    stream = batches(module, shards, batch_size=2, interleave=3, epochs=None).__iter__()
+    assert isinstance(stream, Generator) and len(next(stream)) == 2
+    stream.close()  # an unclosed file would be reported as an error when collected
+
+
+def test_a_dataset_pickles_for_spawned_workers(module: ModuleType, shards: list[Path]) -> None:
+    dataset = batches(module, shards, shuffle_buffer=6)
+    assert ids(pickle.loads(pickle.dumps(dataset))) == ids(dataset)
+    assert ids(pickle.loads(pickle.dumps(Dataset.of_records(shards, module.Item.decode)))) == ids(
+        batches(module, shards)
+    )
+
+
+def test_batches_hold_the_columns(module: ModuleType, shards: list[Path]) -> None:
+    (first, *_) = batches(module, shards, batch_size=5)
+    assert first.id.tolist() == [0, 1, 2, 3, 4]
+    assert isinstance(first.tokens, Ragged) and first.tokens.row(3).tolist() == [0, 1, 2]
+    assert first.name == [f"item {i}" for i in range(5)]
+
+
+def test_a_corrupt_shard_names_file_and_offset(module: ModuleType, tmp_path: Path) -> None:
+    paths = write_shards(module, tmp_path, (4, 6))
+    data = bytearray(paths[0].read_bytes())
+    length = int.from_bytes(data[:8], "little")
+    second = 16 + length  # the header of record 1
+    data[second + 12] ^= 0xFF
+    paths[0].write_bytes(bytes(data))
+    with pytest.raises(DataError) as info:
+        ids(batches(module, paths))
+    assert (
+        info.value.path == str(paths[0]) and info.value.offset == second and info.value.index == 1
+    )
+    assert "corrupt data CRC" in str(info.value)
+
+
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_a_record_that_does_not_decode_names_file_index_and_offset(
+    module: ModuleType, tmp_path: Path, batch_size: int | None
+) -> None:
+    good = [item(module, i).encode() for i in range(3)]
+    path = tmp_path / "bad.tfrecord"
+    write_tfrecord(path, [good[0], good[1], b"\x0a\x05\x0a", good[2]])
+    dataset: Dataset[Any]
+    if batch_size is None:
+        dataset = Dataset.of_records(path, module.Item.decode)
+    else:
+        dataset = batches(module, path, batch_size=batch_size)
+    with pytest.raises(DataError) as info:
+        list(dataset)
+    assert (info.value.path, info.value.index) == (str(path), 2)
+    assert info.value.offset == sum(16 + len(g) for g in good[:2])
+    assert "Item: Example" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"batch_size": 0}, "batch_size must be an int >= 1, got 0"),
+        ({"shuffle_buffer": -1}, "shuffle_buffer must be an int >= 0"),
+        ({"epochs": 1.5}, "epochs must be an int >= 0, got 1.5"),
+        ({"interleave": 0}, "interleave must be an int >= 1"),
+        ({"seed": -1}, "seed must be an int >= 0 or None, got -1"),
+        ({"rank": 1}, "give both rank and world_size, or neither"),
+        ({"rank": 0, "world_size": 0}, "world_size must be an int >= 1, got 0"),
+        ({"rank": "0", "world_size": 2}, "rank must be an int >= 0, got '0'"),
+        ({"rank": 2, "world_size": 2}, r"rank must be in \[0, 2\), got 2"),
+        ({"compression": "lz4"}, "unknown TFRecord compression 'lz4'"),
+    ],
+)
+def test_bad_options_are_refused(
+    module: ModuleType, shards: list[Path], options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TfrGenError, match=message):
+        batches(module, shards, **options)
+
+
+def test_bad_file_names_are_refused(module: ModuleType, shards: list[Path]) -> None:
+    directory = shards[0].parent
+    with pytest.raises(TfrGenError, match="no file matches"):
+        batches(module, str(directory / "nothing-*"))
+    with pytest.raises(TfrGenError, match="is a directory; name its files with a glob"):
+        batches(module, directory)
+    with pytest.raises(TfrGenError, match="no such file"):
+        batches(module, [shards[0], directory / "missing.tfrecord"])
+    with pytest.raises(TfrGenError, match="no files given"):
+        batches(module, [])
