@@ -606,7 +606,7 @@ def _absent_ok(info: Any, value: object, steps: frozenset[str]) -> bool:
     (zero steps for the per-step features named in ``steps``)."""
     if info.default is not None:
         return _flat(value) == _flat(info.default)
-    if info.optional and info.fixed and info.name not in steps:
+    if info.optional and info.name not in steps:
         return value is None
     return value is not None and len(value) == 0  # type: ignore[arg-type]
 

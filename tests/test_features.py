@@ -875,7 +875,7 @@ def test_decode_accepts_every_valid_list_encoding(
     assert_same(got, expected)
 
 
-def test_absent_features_decode_to_default_empty_or_none() -> None:
+def test_absent_features_decode_to_default_empty_or_none_when_optional() -> None:
     absent: dict[bytes, tuple[int, bytes]] = {}
     kindless = {b"k": (0, b"")}
     for features in (absent, kindless):
@@ -887,12 +887,27 @@ def test_absent_features_decode_to_default_empty_or_none() -> None:
         assert make(BYTES, (None, 3)).decode_optional(features) == []
         assert make(STRING, (), optional=True).decode_optional(features) is None
         assert make(FLOAT32, (2, 3), optional=True).decode_optional(features) is None
-        assert_same(
-            make(FLOAT32, (None, 2), optional=True).decode_optional(features),
-            np.zeros((0, 2), np.float32),
-        )
+        assert make(FLOAT32, (None, 2), optional=True).decode_optional(features) is None
+        assert make(INT64, (None,), optional=True).decode_optional(features) is None
+        assert make(STRING, (None,), optional=True).decode_optional(features) is None
         with pytest.raises(RecordError, match="required feature is missing"):
             make(INT64, ()).decode_optional(features)
+
+
+def test_optional_leading_none_features_keep_none_apart_from_no_rows() -> None:
+    """``None`` is written as no entry and ``[]`` as an empty list: each decodes back to itself."""
+    cases: list[tuple[DType, Shape, Any]] = [
+        (INT64, (None,), np.zeros(0, np.int64)),
+        (FLOAT32, (None, 2), np.zeros((0, 2), np.float32)),
+        (STRING, (None,), []),
+        (BYTES, (None, 3), []),
+    ]
+    for dtype, shape, empty in cases:
+        codec = make(dtype, shape, optional=True)
+        assert codec.entry(None) == b""
+        assert codec.decode_optional(wire.parse_example(wire.example([]))) is None
+        decoded = codec.decode_optional(wire.parse_example(wire.example([codec.entry(empty)])))
+        assert_same(decoded, empty)
 
 
 def test_present_optional_features_decode_to_values() -> None:

@@ -118,10 +118,14 @@ def tf_plain(tf: Any, tensor: Any) -> Any:
 
 
 def expected(codec: Codec[Any], value: Any) -> Any:
-    """What ``tf_post`` gives for our decoded ``value``: ``[0 or 1, *shape]`` for optional ones."""
+    """What ``tf_post`` gives for our decoded ``value``: ``[0 or 1, *shape]`` for optional fixed
+    shapes, and no rows where we give ``None`` for an absent optional leading ``None`` shape
+    (TensorFlow cannot tell absent from empty there)."""
     info = codec.info()
     if info.optional and info.fixed:
         return [] if value is None else [plain(value)]
+    if info.optional and value is None:
+        return []
     return plain(value)
 
 

@@ -27,6 +27,7 @@ from codegen.runtime.tfrecord import (
     TFRecordReader,
     TFRecordWriter,
     _header_candidates,
+    _span_crc,
     read_tfrecord,
     resolve_compression,
     write_tfrecord,
@@ -468,6 +469,112 @@ def test_header_candidates_match_a_direct_check() -> None:
     ]
     assert _header_candidates(data, 3, len(data) - 14) == expected
     assert {14, 997, 4985} <= set(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64), st.binary(max_size=3000))
+def test_span_crc_follows_from_the_crcs_around_the_span(before: bytes, span: bytes) -> None:
+    prefix = crc32c.crc32c(before)
+    assert _span_crc(prefix, crc32c.crc32c(span, prefix), len(span)) == crc32c.crc32c(span)
+
+
+def _record_at(data: bytes, at: int) -> int | None:
+    """The end of the record framed at ``at`` if both CRCs are valid and it is whole, else
+    ``None``."""
+    if (
+        len(data) - at < 16
+        or masked_crc(data[at : at + 8]) != struct.unpack_from("<I", data, at + 8)[0]
+    ):
+        return None
+    end = at + 12 + struct.unpack_from("<Q", data, at)[0]
+    if (
+        end + 4 > len(data)
+        or masked_crc(data[at + 12 : end]) != struct.unpack_from("<I", data, end)[0]
+    ):
+        return None
+    return end + 4
+
+
+def reference_skip(data: bytes) -> tuple[list[bytes], list[tuple[int, int]]]:
+    """Records and skipped (offset, length) spans of a skipping read, by direct checks at every
+    position: a corrupt CRC skips to the next position holding a valid whole record, a truncated
+    header or record skips to the end."""
+    records: list[bytes] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while pos < len(data):
+        end = _record_at(data, pos)
+        if end is not None:
+            records.append(data[pos + 12 : end - 4])
+            pos = end
+            continue
+        header_ok = len(data) - pos >= 12 and (
+            masked_crc(data[pos : pos + 8]) == struct.unpack_from("<I", data, pos + 8)[0]
+        )
+        whole = header_ok and pos + 16 + struct.unpack_from("<Q", data, pos)[0] <= len(data)
+        if len(data) - pos < 12 or header_ok and not whole:
+            spans.append((pos, len(data) - pos))
+            break
+        nxt = next((p for p in range(pos + 1, len(data)) if _record_at(data, p) is not None), None)
+        spans.append((pos, (len(data) if nxt is None else nxt) - pos))
+        pos = len(data) if nxt is None else nxt
+    return records, spans
+
+
+def _crafted_piece(draw: st.DrawFn, size: int) -> bytes:
+    kind = draw(st.sampled_from(["record", "header", "garbage", "corrupt"]))
+    if kind == "record":
+        return frame(draw(st.binary(max_size=40)))
+    if kind == "header":  # a valid-looking header declaring a length that may reach anywhere
+        return frame_header(draw(st.integers(0, size + 64) | st.integers(0, (1 << 64) - 1)))
+    if kind == "garbage":
+        return draw(st.binary(max_size=20))
+    record = bytearray(frame(draw(st.binary(min_size=1, max_size=40))))
+    record[draw(st.integers(0, len(record) - 1))] ^= 1 << draw(st.integers(0, 7))
+    return bytes(record)
+
+
+@st.composite
+def crafted_streams(draw: st.DrawFn) -> bytes:
+    """Records, corrupt records, garbage and lone headers with valid CRCs, overlapping freely."""
+    size = draw(st.integers(0, 400))
+    pieces = draw(st.lists(st.just(0), max_size=12))
+    return b"".join(_crafted_piece(draw, size) for _ in pieces)
+
+
+@settings(max_examples=300, deadline=None)
+@given(crafted_streams(), st.sampled_from([1, 5, 64]), st.sampled_from([1, 7, 1 << 18]))
+def test_skipping_reads_agree_with_direct_checks_at_every_position(
+    data: bytes, chunk: int, block: int
+) -> None:
+    """Small reads and scan blocks move every resynchronisation across buffer and block edges."""
+    records, spans = reference_skip(data)
+    found: list[SkippedSpan] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("codegen.runtime.tfrecord._READ_CHUNK", chunk)
+        patch.setattr("codegen.runtime.tfrecord._SCAN_BLOCK", block)
+        reader = skip_reader(data, found)
+        assert list(reader) == records
+    assert [(s.offset, s.length) for s in found] == spans
+    assert reader.offset == len(data)
+
+
+def test_resynchronising_after_many_corruptions_finds_each_next_record() -> None:
+    """Headers claiming the rest of the stream stay candidates across resynchronisations."""
+    rng = random.Random(3)
+    records = [frame(rng.randbytes(rng.randrange(30))) for _ in range(300)]
+    size = sum(13 + len(r) for r in records)
+    parts: list[bytes] = []
+    for record in records:  # each header is whole, ending 1 byte before the stream does
+        at = sum(map(len, parts))
+        parts += [frame_header(size - at - 17), b"\xff", record]
+    data = b"".join(parts)
+    assert len(data) == size
+    records, spans = reference_skip(data)
+    found: list[SkippedSpan] = []
+    assert list(skip_reader(data, found)) == records
+    assert [(s.offset, s.length) for s in found] == spans
+    assert len(records) == 300
 
 
 # ---------------------------------------------------------------------------------- crash safety

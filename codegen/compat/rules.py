@@ -14,8 +14,8 @@ mirroring the runtime codecs (:mod:`codegen.runtime.features`, ``tensors``, ``se
 * a raw value is checked by its byte count against a fixed shape, or by the ``<key>/shape``
   companion (written only for shapes with a ``null``) against the reader's shape;
 * an absent feature (the writer's ``optional`` value was ``None``) reads as the reader's default,
-  ``None`` when it is optional, no rows for a list shape with a leading ``null``, zero steps for an
-  optional feature list, and fails otherwise.
+  ``None`` when it is optional (whatever its shape), no rows for a required list shape with a
+  leading ``null``, zero steps for a feature list, and fails otherwise.
 """
 
 from __future__ import annotations
@@ -121,18 +121,14 @@ def reads_absent(reader: Feature, section: str) -> bool:
 
 
 def absent_value(feature: Feature, section: str) -> str:
-    """What a reader of ``feature`` gives when it is absent (it must read absence), for messages.
-
-    An optional feature gives ``None``, except a list with exactly one leading ``null``, which
-    gives no rows like a required one.
-    """
+    """What a reader of ``feature`` gives when it is absent (it must read absence), for messages:
+    zero steps for a feature list, else the default, else ``None`` for an optional feature, else
+    no rows (a required list shape with a leading ``null``)."""
     if section == STEP_SECTION:
         return "zero steps"
     if feature["default"] is not None:
         return f"the default {feature['default']!r}"
-    shape: list[int | None] = feature["shape"]
-    one_null = not _is_raw(feature) and _leading_nulls(shape) == 1
-    return "None" if feature["optional"] and not one_null else "no values"
+    return "None" if feature["optional"] else "no values"
 
 
 def absence_fits(writer: Feature, reader: Feature, section: str) -> bool:

@@ -143,7 +143,8 @@ RULES: tuple[Rule, ...] = (
     Rule("made_optional_default", K.MADE_OPTIONAL, "made optional, old feature had a default",
          "full", "Old readers read the missing key as their default."),
     Rule("made_optional_variable", K.MADE_OPTIONAL, "made optional (leading `null`)", "full",
-         "Every reader reads a missing variable-length feature as no rows."),
+         "Old readers read a missing variable-length feature as no rows, new readers as"
+         " `None`."),
     Rule("made_required", K.MADE_REQUIRED, "made required (fixed shape)", "forward",
          "Old records may lack it; new readers fail on them unless the new feature has a default"
          " (then `full`)."),

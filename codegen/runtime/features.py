@@ -13,11 +13,14 @@ Values and how they travel:
 * ``TextList``/``BytesList`` -> nested lists, one level per dimension.
 
 Tensors and lists travel flat, in C order. Decoding an absent feature (no key, or a ``Feature``
-with no kind) gives the default if there is one, else no rows for a shape with a leading ``None``,
-else ``None`` for an optional feature (``decode_optional``; also for an empty list, which
-TensorFlow reads as no row), else an error. A present feature must have the right list kind and a
-value count that fits the shape, even when there is a default; errors name the feature, malformed
-list bodies included.
+with no kind) gives the default if there is one, else ``None`` for an optional feature
+(``decode_optional``, whatever the shape), else no rows for a shape with a leading ``None``, else
+an error. An optional feature of a fully known shape also decodes an empty list to ``None`` (it
+cannot hold no values); one with a leading ``None`` decodes an empty list to no rows, so ``None``
+and ``[]`` both survive a round trip here. TensorFlow cannot tell absent from empty for a leading
+``None``: its ``RaggedFeature`` gives an empty row for both (see :mod:`codegen.runtime.tfcompat`).
+A present feature must have the right list kind and a value count that fits the shape, even when
+there is a default; errors name the feature, malformed list bodies included.
 
 :class:`ArrayRules` and :class:`StringRules` check and convert numeric arrays and nested strings of
 one dtype and shape; the codecs of :mod:`codegen.runtime.tensors` (raw and ragged tensors) and
@@ -661,7 +664,8 @@ class Codec(abc.ABC, Generic[T]):
 
     @abc.abstractmethod
     def decode_optional(self, features: Features) -> T | None:
-        """Like :meth:`decode`; an absent optional feature without default decodes to ``None``."""
+        """Like :meth:`decode`, but an absent optional feature decodes to ``None`` whatever its
+        shape (TensorFlow reads an absent feature of a leading ``None`` shape as no rows)."""
 
     def info(self) -> FeatureInfo:
         """The TensorFlow-free description of this feature."""
@@ -739,20 +743,20 @@ class ListCodec(Codec[T]):
 
     def decode_optional(self, features: Features) -> T | None:
         item = features.get(self._key)
-        optional_fixed = self.optional and self._fixed
         if item is None or not item[0]:
-            return None if optional_fixed else self._absent()
+            return None if self.optional else self._absent()
         if item[0] != self._kind:
             raise self._kind_error(item[0])
         try:
             return self._present(item[1])
         except RecordError as exc:
-            if optional_fixed and _holds_nothing(item[0], item[1]):
+            if self.optional and self._fixed and _holds_nothing(item[0], item[1]):
                 return None  # an empty list: TensorFlow reads no row of the shape, as if absent
             raise _naming(exc, self._where_key) from None
 
     def _absent(self) -> T:
-        """The value of an absent feature: the default (no rows for a leading ``None``)."""
+        """The value of an absent required feature: the default (no rows for a leading
+        ``None``)."""
         if self._default is not None:
             return self._copy(self._default)
         raise RecordError(

@@ -13,8 +13,9 @@ travel flat in ``<key>`` (in the dtype's list) and the length of every node at d
 ``d = 1 .. r-1``) in the companion ``<key>/row_lengths_<d>``: exactly what
 ``tf.io.RaggedFeature(value_key=key, partitions=[RowLengths(<key>/row_lengths_1), ...,
 UniformRowLength(k), ...])`` reads. Decoding checks that the lengths fit together and fit the
-values. A ragged feature whose values and companions are all absent decodes to ``[]`` (``None``
-when optional).
+values. A ragged feature whose values and companions are all absent decodes to ``[]``, or to
+``None`` when optional; ``[]`` is written as empty lists, so both survive a round trip. TensorFlow
+cannot tell the two apart: its ``RaggedFeature`` gives an empty row for both.
 
 Each codec writes its feature with ``entry(value)`` and the ``i``-th companion (from 1) with
 ``part(value, i)``.

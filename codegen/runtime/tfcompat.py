@@ -29,6 +29,12 @@ Examples before partitioning, so lengths that do not fit their own Example but b
 the batch go unnoticed (the codecs' ``decode`` catches them). Feature lists give ``[T, *shape]``
 (a batch: ``[batch, (T), *shape]``, ragged).
 
+An optional feature with a leading ``None`` (list or ragged) that is absent from an Example
+parses as an empty row, exactly like one written empty: TensorFlow's ``RaggedFeature`` cannot tell
+absent from empty, so post-processing gives no rows (``[0, *inner]``) where the codecs'
+``decode_optional`` gives ``None``. (An optional fixed shape, and an optional raw feature, do tell
+them apart: a leading dimension of 0 means absent.)
+
 Post-processing casts the wire dtype back to the declared one: narrow integers with ``tf.cast``,
 ``bool`` as ``!= 0``; ``float32`` and strings stay as parsed (strings as ``tf.string`` bytes).
 """

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import errno
 import functools
+import heapq
 import os
 import secrets
 import struct
 import weakref
 import zlib
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO, Literal, Protocol
 
@@ -73,7 +75,11 @@ _HEADER_CRC_CACHE = 4096  # distinct record lengths whose header CRC is remember
 
 def _masked_crc(data: bytes) -> int:
     """The masked crc32c that TFRecord stores for ``data``."""
-    c: int = crc32c.crc32c(data)
+    return _mask(crc32c.crc32c(data))
+
+
+def _mask(c: int) -> int:
+    """The masked form of the crc32c ``c``, as TFRecord stores it."""
     return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32_MASK
 
 
@@ -415,6 +421,58 @@ def _crc_tables() -> NDArray[np.uint32]:
     return tables
 
 
+ZeroAdvance = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+"""A linear map on 32-bit values as four byte tables: ``v`` maps to ``t[0][v & 255] ^
+t[1][v >> 8 & 255] ^ t[2][v >> 16 & 255] ^ t[3][v >> 24]``."""
+
+
+def _apply(tables: ZeroAdvance, v: int) -> int:
+    return (
+        tables[0][v & 0xFF]
+        ^ tables[1][v >> 8 & 0xFF]
+        ^ tables[2][v >> 16 & 0xFF]
+        ^ tables[3][v >> 24]
+    )
+
+
+@functools.cache
+def _zero_advance(k: int) -> ZeroAdvance:
+    """How the crc32c of a string changes when ``2**k`` zero bytes follow it, as a linear map.
+
+    ``crc(a + s) = crc(s) ^ advance(crc(a), len(s))``: the crc32c register is linear, and the
+    initial and final inversions cancel out of the difference.
+    """
+    if k == 0:
+        crc = crc32c.crc32c
+        base = crc(b"\0", 0)
+        columns = [crc(b"\0", 1 << b) ^ base for b in range(32)]
+    else:
+        half = _zero_advance(k - 1)
+        columns = [_apply(half, _apply(half, 1 << b)) for b in range(32)]
+    tables: list[tuple[int, ...]] = []
+    for i in range(4):
+        table = [0] * 256
+        for byte in range(1, 256):
+            low = byte & -byte
+            table[byte] = table[byte ^ low] ^ columns[8 * i + low.bit_length() - 1]
+        tables.append(tuple(table))
+    return (tables[0], tables[1], tables[2], tables[3])
+
+
+def _span_crc(before: int, after: int, length: int) -> int:
+    """The crc32c of a ``length``-byte span ``s`` from ``before = crc(a)`` and
+    ``after = crc(a + s)`` for any ``a``: ``O(log length)`` table lookups instead of a pass over
+    the span."""
+    while length:
+        low = length & -length
+        length ^= low
+        t0, t1, t2, t3 = _zero_advance(low.bit_length() - 1)
+        before = (
+            t0[before & 0xFF] ^ t1[before >> 8 & 0xFF] ^ t2[before >> 16 & 0xFF] ^ t3[before >> 24]
+        )
+    return after ^ before
+
+
 def _header_candidates(buf: bytes, start: int, count: int) -> list[int]:
     """Positions ``p < count`` where ``buf[start + p:]`` begins with a header with a valid CRC.
 
@@ -432,6 +490,58 @@ def _header_candidates(buf: bytes, start: int, count: int) -> list[int]:
         stored |= b[8 + i : 8 + i + count].astype(np.uint32) << np.uint32(8 * i)
     positions: list[int] = np.flatnonzero(masked == stored).tolist()
     return positions
+
+
+@dataclass(slots=True)
+class _Resync:
+    """What resynchronising has learnt about the stream ahead, kept from one resynchronisation to
+    the next so that each byte has its header CRC checked once and its data checksummed once.
+
+    Positions are stream offsets. ``prefix`` is the crc32c of the stream from ``anchor`` to
+    ``cursor``; ``kept`` holds that CRC at the data start and end of every candidate the cursor has
+    passed (``order``: their positions, ascending). A candidate's data CRC then follows from the two
+    (:func:`_span_crc`), whatever length it declares and however the candidates overlap.
+    """
+
+    anchor: int
+    cursor: int
+    frontier: int
+    """Header positions before it have been checked."""
+    prefix: int = 0
+    candidates: deque[tuple[int, int]] = field(default_factory=deque)
+    """(position, declared length) of the valid-looking headers not yet tried, in stream order."""
+    stops: list[int] = field(default_factory=list)
+    """A heap of the data starts and ends of candidates, where the cursor keeps its CRC."""
+    kept: dict[int, int] = field(default_factory=dict)
+    order: deque[int] = field(default_factory=deque)
+
+    def restart(self, first: int) -> None:
+        """Prepares to look for a record at ``first`` or after (the stream before it was read)."""
+        candidates = self.candidates
+        while candidates and candidates[0][0] < first:
+            candidates.popleft()
+        if self.frontier < first:
+            self.frontier = first
+        if self.cursor < first:  # the bytes before ``first`` are gone: checksum from ``first``
+            self.anchor = self.cursor = first
+            self.prefix = 0
+            self.kept.clear()
+            self.order.clear()
+            self.stops = [at + _HEADER_SIZE + n for at, n in candidates]
+            self.stops += [at + _HEADER_SIZE for at, _ in candidates]
+            heapq.heapify(self.stops)
+
+    def add(self, at: int, length: int) -> None:
+        """Adds the candidate header at ``at`` declaring ``length`` bytes of data."""
+        self.candidates.append((at, length))
+        heapq.heappush(self.stops, at + _HEADER_SIZE)
+        heapq.heappush(self.stops, at + _HEADER_SIZE + length)
+
+    def forget_before(self, position: int) -> None:
+        """Drops the CRCs kept before ``position`` (no untried candidate needs them)."""
+        order, kept = self.order, self.kept
+        while order and order[0] < position:
+            del kept[order.popleft()]
 
 
 class TFRecordReader:
@@ -453,7 +563,9 @@ class TFRecordReader:
     CRC it resynchronises on the next position where a header's length CRC and its record's data
     CRC are both valid; a truncated last record is skipped to the end of the stream. Every stretch
     passed over is reported as a :class:`SkippedSpan` to ``on_skip`` (if given) and counted in
-    ``skipped_spans`` and ``skipped_bytes``.
+    ``skipped_spans`` and ``skipped_bytes``. Resynchronising takes time linear in the bytes passed
+    over, whatever lengths the candidate headers declare: the data CRC of a candidate comes from
+    running CRCs at its two ends (:class:`_Resync`), not from a pass over its data.
 
     ``index`` is the number of records yielded so far and :attr:`offset` the stream offset of the
     next header. Memory stays within a few 1 MiB chunks plus the largest record; a header that
@@ -504,6 +616,7 @@ class TFRecordReader:
         self._base = 0  # stream offset of _buf[0]
         self._eof = False
         self._stream_error: str | None = None
+        self._resync_state: _Resync | None = None
         self._records = self._generate()
 
     @property
@@ -678,27 +791,98 @@ class TFRecordReader:
 
         Reports the bytes passed over as one span and returns whether a record was found. Header
         CRCs are checked for a block of positions at a time; only positions whose header CRC is
-        valid have their record's data CRC checked.
+        valid (candidates) have their record's data CRC checked, from running CRCs.
         """
-        self._pos += 1
+        first = start + 1
+        state = self._resync_state
+        if state is None:
+            state = self._resync_state = _Resync(anchor=first, cursor=first, frontier=first)
+        else:
+            state.restart(first)
         while True:
-            available = self._fill(_SCAN_BLOCK + _HEADER_SIZE - 1)
-            if available < _HEADER_SIZE:
-                self._report(start, self.offset + available - start, reason)
-                self._pos += available
-                return False
-            count = min(available, _SCAN_BLOCK + _HEADER_SIZE - 1) - (_HEADER_SIZE - 1)
-            scan_from = self.offset
-            for candidate in _header_candidates(self._buf, self._pos, count):
-                at = scan_from + candidate
-                self._pos = at - self._base  # _fill below may move the buffer's start to here
-                length: int = _U64.unpack_from(self._buf, self._pos)[0]
-                if self._fill(_FRAME_SIZE + length) >= _FRAME_SIZE + length:
-                    stored, computed = self._data_crcs(length)
-                    if stored == computed:
-                        self._report(start, at - start, reason)
-                        return True
-            self._pos = scan_from + count - self._base
+            if not state.candidates:
+                if not self._scan_block(state):
+                    end = self._base + len(self._buf)
+                    self._report(start, end - start, reason)
+                    self._pos = len(self._buf)
+                    return False
+                continue
+            at, length = state.candidates.popleft()
+            state.forget_before(at + _HEADER_SIZE)
+            if self._checks_out(state, at, length):
+                self._report(start, at - start, reason)
+                self._pos = at - self._base
+                return True
+
+    def _keep_from(self, position: int) -> None:
+        """Makes the buffer keep the stream from ``position`` on (at or after the buffer's
+        start)."""
+        self._pos = position - self._base
+
+    def _scan_block(self, state: _Resync) -> bool:
+        """Checks the header CRCs of the next block of positions, adding the candidates; False
+        when no position is left that could hold a header."""
+        frontier = state.frontier
+        self._keep_from(min(state.cursor, frontier))
+        available = self._fill(frontier + _SCAN_BLOCK + _HEADER_SIZE - 1 - self.offset)
+        end = self.offset + available
+        count = min(end - (_HEADER_SIZE - 1), frontier + _SCAN_BLOCK) - frontier
+        if count <= 0:
+            return False
+        self._discover(state, frontier + count)
+        return True
+
+    def _discover(self, state: _Resync, limit: int) -> None:
+        """Adds the candidates at positions from ``state.frontier`` to ``limit`` (excluded); the
+        buffer holds the header bytes of them all."""
+        buf, base, unpack = self._buf, self._base, _U64.unpack_from
+        while state.frontier < limit:
+            frontier = state.frontier
+            count = min(limit - frontier, _SCAN_BLOCK)
+            for p in _header_candidates(buf, frontier - base, count):
+                state.add(frontier + p, unpack(buf, frontier + p - base)[0])
+            state.frontier = frontier + count
+
+    def _checks_out(self, state: _Resync, at: int, length: int) -> bool:
+        """Whether the candidate at ``at`` declaring ``length`` bytes is whole and its data CRC
+        valid."""
+        data = at + _HEADER_SIZE
+        end = data + length
+        self._keep_from(min(state.cursor, at))
+        needed = end + 4 - self.offset
+        if self._fill(needed) < needed:
+            return False  # truncated
+        self._checksum_to(state, end)
+        stored: int = _U32.unpack_from(self._buf, end - self._base)[0]
+        return _mask(_span_crc(state.kept[data], state.kept[end], length)) == stored
+
+    def _checksum_to(self, state: _Resync, target: int) -> None:
+        """Moves the cursor to ``target`` (in the buffer), keeping its CRC at every stop passed.
+
+        Candidates whose data starts before ``target`` are found first, so that their stops are
+        in the heap before the cursor passes them.
+        """
+        if target <= state.cursor:
+            return
+        self._discover(state, target - (_HEADER_SIZE - 1))
+        crc = crc32c.crc32c
+        view, base = memoryview(self._buf), self._base
+        stops, kept, order = state.stops, state.kept, state.order
+        at, prefix = state.cursor, state.prefix
+        while stops and stops[0] <= target:
+            stop = heapq.heappop(stops)
+            if stop < at:
+                continue  # a stop of a candidate dropped unchecked
+            if stop > at:
+                prefix = crc(view[at - base : stop - base], prefix)
+                at = stop
+            if at not in kept:
+                kept[at] = prefix
+                order.append(at)
+        if at < target:
+            prefix = crc(view[at - base : target - base], prefix)
+            at = target
+        state.cursor, state.prefix = at, prefix
 
     def _report(self, offset: int, length: int, reason: str) -> None:
         """Counts a skipped span and hands it to ``on_skip``."""
