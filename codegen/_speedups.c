@@ -9,7 +9,7 @@
  * (its keys, then its value pieces) and a replaced or merged list body once more, as wire.py
  * checks them. A length read from the input is compared with what is left before it is used, so
  * no allocation is ever sized by it: output arrays hold what the input holds, and the only other
- * memory is the stack of open unknown groups (one entry per start-group tag byte at most) and
+ * memory is the stack of open unknown groups (4 bytes per start-group tag below 4 GiB) and
  * scan_batch's table of the requested keys.
  */
 #define PY_SSIZE_T_CLEAN
@@ -208,32 +208,67 @@ skip_value(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, int wire_type, Py_s
     }
 }
 
-/* A start-group tag not yet closed: its field number and byte offset. */
+/*
+ * The open groups of skip_group: the byte offsets of their start-group tags (the field numbers
+ * are read again from there), relative to the outermost one, 4 bytes each when its group can
+ * span at most 4 GiB, else 8.
+ */
 typedef struct {
-    uint32_t number;
-    Py_ssize_t offset;
-} OpenGroup;
+    void *offsets;
+    int wide;
+} GroupStack;
 
-#define LOCAL_GROUPS 16
+#define LOCAL_GROUPS 32
 
-/* Skip the group of ``number`` opened by the tag at ``tag_pos`` (nested groups included). */
-static int
-skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, uint32_t number, Py_ssize_t tag_pos,
-           const char *what, Py_ssize_t *next)
+static Py_ssize_t
+group_offset(const GroupStack *stack, Py_ssize_t i)
 {
-    OpenGroup local[LOCAL_GROUPS];
-    OpenGroup *stack = local;
-    Py_ssize_t depth = 0, capacity = LOCAL_GROUPS;
+    return stack->wide ? (Py_ssize_t)((const uint64_t *)stack->offsets)[i]
+                       : (Py_ssize_t)((const uint32_t *)stack->offsets)[i];
+}
+
+static void
+set_group_offset(GroupStack *stack, Py_ssize_t i, Py_ssize_t offset)
+{
+    if (stack->wide) {
+        ((uint64_t *)stack->offsets)[i] = (uint64_t)offset;
+    }
+    else {
+        ((uint32_t *)stack->offsets)[i] = (uint32_t)offset;
+    }
+}
+
+/* The field number of the (already read) tag at ``pos``. */
+static uint32_t
+field_at(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what)
+{
+    uint32_t number = 0;
+    int wire_type;
+    Py_ssize_t after;
+    (void)read_tag(d, pos, end, what, &number, &wire_type, &after);
+    return number;
+}
+
+/* Skip the group opened by the start-group tag at ``tag_pos`` that ends at ``pos`` (nested
+ * groups included). */
+static int
+skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t tag_pos, const char *what,
+           Py_ssize_t *next)
+{
+    uint64_t local[LOCAL_GROUPS];
+    int wide = (uint64_t)(end - tag_pos) > UINT32_MAX;
+    size_t width = wide ? sizeof(uint64_t) : sizeof(uint32_t);
+    GroupStack stack = {local, wide};
+    Py_ssize_t depth = 1;
+    Py_ssize_t capacity = (Py_ssize_t)(sizeof local / width);
     int status = -1;
-    stack[depth].number = number;
-    stack[depth].offset = tag_pos;
-    depth++;
+    set_group_offset(&stack, 0, 0);
     while (depth > 0) {
         if (pos >= end) {
-            OpenGroup *inner = &stack[depth - 1];
+            Py_ssize_t opened = tag_pos + group_offset(&stack, depth - 1);
             fail("%s: the group of field %u opened at byte offset %zd is not closed before byte "
                  "offset %zd",
-                 what, (unsigned int)inner->number, inner->offset, end);
+                 what, (unsigned int)field_at(d, opened, end, what), opened, end);
             goto done;
         }
         Py_ssize_t at = pos;
@@ -245,28 +280,27 @@ skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, uint32_t number, Py
         if (wire_type == WT_START_GROUP) {
             if (depth == capacity) {
                 /* Every open group took at least one byte of the input. */
-                OpenGroup *grown = PyMem_New(OpenGroup, (size_t)capacity * 2);
+                void *grown = PyMem_Malloc((size_t)capacity * 2 * width);
                 if (grown == NULL) {
                     PyErr_NoMemory();
                     goto done;
                 }
-                memcpy(grown, stack, (size_t)depth * sizeof(OpenGroup));
-                if (stack != local) {
-                    PyMem_Free(stack);
+                memcpy(grown, stack.offsets, (size_t)depth * width);
+                if (stack.offsets != (void *)local) {
+                    PyMem_Free(stack.offsets);
                 }
-                stack = grown;
+                stack.offsets = grown;
                 capacity *= 2;
             }
-            stack[depth].number = field;
-            stack[depth].offset = at;
-            depth++;
+            set_group_offset(&stack, depth++, at - tag_pos);
         }
         else if (wire_type == WT_END_GROUP) {
-            OpenGroup *inner = &stack[--depth];
-            if (field != inner->number) {
+            Py_ssize_t opened = tag_pos + group_offset(&stack, --depth);
+            uint32_t expected = field_at(d, opened, end, what);
+            if (field != expected) {
                 fail("%s: end-group tag of field %u at byte offset %zd does not match the group "
                      "of field %u opened at byte offset %zd",
-                     what, (unsigned int)field, at, (unsigned int)inner->number, inner->offset);
+                     what, (unsigned int)field, at, (unsigned int)expected, opened);
                 goto done;
             }
         }
@@ -277,8 +311,8 @@ skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, uint32_t number, Py
     *next = pos;
     status = 0;
 done:
-    if (stack != local) {
-        PyMem_Free(stack);
+    if (stack.offsets != (void *)local) {
+        PyMem_Free(stack.offsets);
     }
     return status;
 }
@@ -316,7 +350,7 @@ next_field(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, F
     }
     f->start = pos;
     if (f->wire_type == WT_START_GROUP) {
-        return skip_group(d, pos, end, f->number, tag_pos, what, &f->end);
+        return skip_group(d, pos, end, tag_pos, what, &f->end);
     }
     return skip_value(d, pos, end, f->wire_type, tag_pos, what, &f->end);
 }
@@ -872,13 +906,44 @@ read_feature(const uint8_t *d, Pieces pieces, const char *what, Feature *feature
 typedef struct Sink Sink;
 
 /* Where the entries of a Features map go: ``put`` takes the key d[key_start:key_end] and the
- * feature, whose owner it takes over in every case. */
+ * feature, whose owner it takes over in every case. Of entries of the same key the last wins
+ * (the earlier one's list checked first, see earlier_entry), except that with ``keep_listed``
+ * (TensorFlow's rule for an Example) a kindless one leaves an earlier one with a list in place. */
 struct Sink {
     int (*put)(Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize_t key_end,
-               Feature *feature);
+               Feature *feature, const char *what);
+    int keep_listed;
     PyObject *dict;      /* put_in_dict */
     struct Scan *scan;   /* put_in_scan */
 };
+
+/*
+ * A later entry of the key d[key_start:key_end] arrived while an earlier one holds ``kind`` and
+ * the list body[0:size]: raise unless that list is valid (as protobuf checks what it replaces),
+ * else 1 when the earlier entry stays (the later one is kindless under ``keep_listed``), 0 when
+ * the later one replaces it.
+ */
+static int
+earlier_entry(const Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize_t key_end,
+              int kind, const uint8_t *body, Py_ssize_t size, const Feature *later,
+              const char *what)
+{
+    if (kind != KIND_NONE && check_list(kind, body, size) < 0) {
+        PyObject *message = take_record_error_message();
+        if (message != NULL) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)d + key_start,
+                                                      key_end - key_start);
+            if (key != NULL) {
+                fail("%s: the feature of an earlier entry of key %R is malformed: %U", what, key,
+                     message);
+                Py_DECREF(key);
+            }
+            Py_DECREF(message);
+        }
+        return -1;
+    }
+    return sink->keep_listed && kind != KIND_NONE && later->kind == KIND_NONE;
+}
 
 /* (kind, body bytes) of a feature, taking over its owner. */
 static PyObject *
@@ -907,15 +972,33 @@ feature_pair(const uint8_t *d, Feature *feature)
 
 static int
 put_in_dict(Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize_t key_end,
-            Feature *feature)
+            Feature *feature, const char *what)
 {
-    PyObject *value = feature_pair(d, feature);
-    if (value == NULL) {
-        return -1;
-    }
     PyObject *key = PyBytes_FromStringAndSize((const char *)d + key_start, key_end - key_start);
     if (key == NULL) {
-        Py_DECREF(value);
+        Py_CLEAR(feature->owner);
+        return -1;
+    }
+    PyObject *earlier = PyDict_GetItemWithError(sink->dict, key); /* borrowed */
+    int keep = 0;
+    if (earlier != NULL) {
+        PyObject *body = PyTuple_GET_ITEM(earlier, 1);
+        keep = earlier_entry(sink, d, key_start, key_end,
+                             (int)PyLong_AsLong(PyTuple_GET_ITEM(earlier, 0)),
+                             (const uint8_t *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body),
+                             feature, what);
+    }
+    else if (PyErr_Occurred()) {
+        keep = -1;
+    }
+    if (keep != 0) {
+        Py_CLEAR(feature->owner);
+        Py_DECREF(key);
+        return keep < 0 ? -1 : 0;
+    }
+    PyObject *value = feature_pair(d, feature);
+    if (value == NULL) {
+        Py_DECREF(key);
         return -1;
     }
     int status = PyDict_SetItem(sink->dict, key, value);
@@ -949,7 +1032,7 @@ read_entry(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, S
     if (read_feature(d, pieces, what, &feature) < 0) {
         return -1;
     }
-    return sink->put(sink, d, key_start, key_end, &feature);
+    return sink->put(sink, d, key_start, key_end, &feature, what);
 }
 
 /* A varint of one or two bytes at d[pos:end]: 1 with *value and *next set, else 0. */
@@ -978,7 +1061,8 @@ short_varint(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t *value
  * lengths) without the general reader; 1 when it was one (and went to the sink), 0 when not.
  */
 static int
-read_canonical_entry(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, Sink *sink, int *status)
+read_canonical_entry(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, const char *what, Sink *sink,
+                     int *status)
 {
     if (end - p < 4 || d[p] != 0x0A || d[p + 1] >= 0x80) {
         return 0;
@@ -1000,7 +1084,7 @@ read_canonical_entry(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, Sink *sink,
         feature.start = b;
         feature.end = end;
     }
-    *status = sink->put(sink, d, p + 2, key_end, &feature);
+    *status = sink->put(sink, d, p + 2, key_end, &feature, what);
     return 1;
 }
 
@@ -1018,7 +1102,7 @@ read_features(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what
             continue;
         }
         int status = 0;
-        if (!read_canonical_entry(d, f.start, f.end, sink, &status)) {
+        if (!read_canonical_entry(d, f.start, f.end, what, sink, &status)) {
             status = read_entry(d, f.start, f.end, what, sink);
         }
         if (status < 0) {
@@ -1079,6 +1163,34 @@ read_feature_list(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *
     return 0;
 }
 
+/* Raise unless each step of the entry of ``key`` already in ``out`` (which a later entry
+ * replaces) has a valid list, as protobuf checks what it replaces. */
+static int
+check_earlier_steps(PyObject *out, PyObject *key, const char *what)
+{
+    PyObject *earlier = PyDict_GetItemWithError(out, key); /* borrowed */
+    if (earlier == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(earlier); i++) {
+        PyObject *step = PyList_GET_ITEM(earlier, i);
+        int kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(step, 0));
+        PyObject *body = PyTuple_GET_ITEM(step, 1);
+        if (kind != KIND_NONE
+            && check_list(kind, (const uint8_t *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
+                   < 0) {
+            PyObject *message = take_record_error_message();
+            if (message != NULL) {
+                fail("%s: a step of an earlier entry of key %R is malformed: %U", what, key,
+                     message);
+                Py_DECREF(message);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Add the map entries of the FeatureLists message d[pos:end] to ``out`` (key -> steps). */
 static int
 read_feature_lists(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what,
@@ -1119,6 +1231,10 @@ read_feature_lists(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char 
         }
         PyObject *key = PyBytes_FromStringAndSize((const char *)d + key_start, key_end - key_start);
         if (key == NULL) {
+            goto error;
+        }
+        if (check_earlier_steps(out, key, what) < 0) {
+            Py_DECREF(key);
             goto error;
         }
         int status = PyDict_SetItem(out, key, steps);
@@ -1182,7 +1298,7 @@ parse_example(PyObject *module, PyObject *data)
     if (input_open(data, &input) < 0) {
         return NULL;
     }
-    Sink sink = {put_in_dict, PyDict_New(), NULL};
+    Sink sink = {put_in_dict, 1, PyDict_New(), NULL};
     if (sink.dict != NULL && read_example(input.d, input.size, &sink) < 0) {
         Py_CLEAR(sink.dict);
     }
@@ -1201,7 +1317,7 @@ parse_sequence_example(PyObject *module, PyObject *data)
     const uint8_t *d = input.d;
     Py_ssize_t pos = 0, end = input.size;
     PyObject *result = NULL;
-    Sink sink = {put_in_dict, PyDict_New(), NULL};
+    Sink sink = {put_in_dict, 0, PyDict_New(), NULL};
     PyObject *lists = PyDict_New();
     Field f;
     if (sink.dict == NULL || lists == NULL) {
@@ -1436,7 +1552,7 @@ find_slot(Scan *scan, const uint8_t *p, Py_ssize_t size)
 
 static int
 put_in_scan(Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize_t key_end,
-            Feature *feature)
+            Feature *feature, const char *what)
 {
     Scan *scan = sink->scan;
     Py_ssize_t index = find_slot(scan, d + key_start, key_end - key_start);
@@ -1445,6 +1561,21 @@ put_in_scan(Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize_t key_e
         return 0;
     }
     Slot *slot = &scan->slots[index];
+    if (slot->found) {
+        Feature *earlier = &slot->feature;
+        const uint8_t *body = d + earlier->start;
+        Py_ssize_t size = earlier->end - earlier->start;
+        if (earlier->owner != NULL) {
+            body = (const uint8_t *)PyBytes_AS_STRING(earlier->owner);
+            size = PyBytes_GET_SIZE(earlier->owner);
+        }
+        int keep = earlier_entry(sink, d, key_start, key_end, earlier->kind, body, size, feature,
+                                 what);
+        if (keep != 0) {
+            Py_CLEAR(feature->owner);
+            return keep < 0 ? -1 : 0;
+        }
+    }
     Py_XDECREF(slot->feature.owner);
     slot->feature = *feature;
     slot->found = 1;
@@ -1512,7 +1643,7 @@ scan_record(PyObject *record, Py_ssize_t index, Scan *scan, KeyColumns *keys, Py
     if (input_open(record, &input) < 0) {
         return -1;
     }
-    Sink sink = {put_in_scan, NULL, scan};
+    Sink sink = {put_in_scan, 1, NULL, scan};
     int status = read_example(input.d, input.size, &sink);
     for (Py_ssize_t j = 0; status == 0 && j < nkeys; j++) {
         status = scan_values(input.d, &scan->slots[keys[j].slot], &keys[j], index);

@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from codegen.errors import RecordError
 from codegen.runtime import proto, wire
-from codegen.runtime.varint import SMALL_LONG_DECODE_BYTES
+from codegen.runtime.varint import GROUPS_CHUNK_BYTES, SMALL_LONG_DECODE_BYTES, encode_packed_int64
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -298,14 +298,17 @@ def test_parse_example_of_empty_messages() -> None:
     [[7], list(range(100)), list(range(100, 400)), [-1] * 30, [1 << 40, 3] * 30, [INT64_MIN] * 3],
     ids=lambda v: f"len{len(v)}",
 )
-def test_decoded_arrays_are_owned_and_writable(values: list[int]) -> None:
+def test_decoded_arrays_are_writable_and_do_not_share_the_input(values: list[int]) -> None:
     body = int64_body(*values)
+    float_body = ld(0x0A, np.array(values, dtype="<f4").tobytes())
     ints = wire.decode_int64_list(body)
-    floats = wire.decode_float_list(ld(0x0A, np.array(values, dtype="<f4").tobytes()))
-    for array in (ints, floats):
-        assert array.flags.writeable and array.flags.owndata
+    floats = wire.decode_float_list(float_body)
+    for array, source in ((ints, body), (floats, float_body)):
+        assert array.flags.writeable
+        assert not np.shares_memory(array, np.frombuffer(source, np.uint8))
         array[0] = 1
     assert ints.tolist()[1:] == values[1:]
+    assert wire.decode_int64_list(body).tolist() == values
 
 
 def test_int64_lists_packed_unpacked_and_chunked() -> None:
@@ -363,6 +366,42 @@ def test_unknown_fields_of_every_wire_type_at_every_level() -> None:
     assert proto.Example.FromString(data).features.feature["k"].int64_list.value == [4]
 
 
+@pytest.mark.parametrize("shift", [0, 1, 5, 9])
+def test_long_packed_int64_runs_decode_across_pieces(shift: int) -> None:
+    """Runs of several pieces, cut at varints that straddle a piece's end in various places."""
+    values = np.resize(np.array([-1, 1 << 40, 300, 5, INT64_MIN, 1 << 62], np.int64), 9000)
+    payload = b"\x01" * shift + wire.encode_varint(1 << 50) * 40 + encode_packed_int64(values)
+    body = ld(0x0A, payload)
+    expected = [1] * shift + [1 << 50] * 40 + values.tolist()
+    assert len(body) > 4 * GROUPS_CHUNK_BYTES
+    assert proto.Int64List.FromString(body).value == expected
+    for decode in (wire.decode_int64_list, wire.PURE_PYTHON.decode_int64_list):
+        assert decode(body).tolist() == expected
+
+
+@pytest.mark.parametrize("depth", [1, 31, 32, 33, 5000])
+def test_deeply_nested_unknown_groups_are_skipped(depth: int) -> None:
+    groups = b"\x13" + b"\x0b" * depth + b"\x08\x01" + b"\x0c" * depth + b"\x14"
+    data = example_of(entry(b"k", LISTED)) + groups
+    for parse in (wire.parse_example, wire.PURE_PYTHON.parse_example):
+        assert parse(data) == {b"k": (3, int64_body(5))}
+    mismatched = b"\x13" + b"\x0b\x1b" * depth + b"\x1c" + b"\x1c"
+    unclosed = b"\x13" + b"\x0b" * depth
+    for parse in (wire.parse_example, wire.PURE_PYTHON.parse_example):
+        with pytest.raises(
+            RecordError,
+            match=rf"end-group tag of field 3 at byte offset {2 * depth + 2} does not match the "
+            rf"group of field 1 opened at byte offset {2 * depth - 1}$",
+        ):
+            parse(mismatched)
+        with pytest.raises(
+            RecordError,
+            match=rf"the group of field 1 opened at byte offset {depth} is not closed before "
+            rf"byte offset {depth + 1}$",
+        ):
+            parse(unclosed)
+
+
 def test_unknown_fields_inside_a_map_entry_are_skipped() -> None:
     """Protobuf's wire rules keep the entry (upb's Python parser instead drops such an entry)."""
     data = example_of(entry(b"k", b"\x18\x01", value(ld(0x1A, int64_body(4))), b"\x25" + bytes(4)))
@@ -376,6 +415,33 @@ def test_duplicate_keys_last_wins_and_features_fields_merge() -> None:
     data = ld(0x0A, first + second) + b"\x10\x01" + ld(0x0A, again)
     assert wire.parse_example(data) == {b"a": (1, ld(0x0A, b"x")), b"b": (2, b"")}
     assert list(wire.parse_example(data)) == [b"a", b"b"]
+
+
+LISTED = value(ld(0x1A, int64_body(5)))
+"""A map-entry value field: a Feature holding an Int64List of [5]."""
+
+
+def test_a_kindless_repeat_keeps_an_earlier_entry_with_a_list_like_tensorflow() -> None:
+    kept = example_of(entry(b"k", LISTED), entry(b"k", value(b"")), entry(b"k"))
+    assert wire.parse_example(kept) == {b"k": (3, int64_body(5))}
+    assert proto.Example.FromString(kept).features.feature["k"].WhichOneof("kind") is None
+    non_canonical = example_of(entry(b"k", LISTED), ld(0x0A, value(b"\x20\x01") + ld(0x0A, b"k")))
+    assert wire.parse_example(non_canonical) == {b"k": (3, int64_body(5))}
+    replaced = example_of(entry(b"k", LISTED), entry(b"k"), entry(b"k", value(ld(0x12, b""))))
+    assert wire.parse_example(replaced) == {b"k": (2, b"")}
+    assert wire.parse_example(example_of(entry(b"k"), entry(b"k", LISTED))) == {
+        b"k": (3, int64_body(5))
+    }
+
+
+def test_sequence_examples_keep_protobufs_last_entry_rule() -> None:
+    """TensorFlow's SequenceExample parser lets a later kindless context entry or an empty
+    feature list replace an earlier one."""
+    step = ld(0x12, ld(0x0A, int64_body(5)))
+    data = ld(0x0A, entry(b"c", LISTED) + entry(b"c")) + ld(
+        0x12, ld(0x0A, ld(0x0A, b"s") + ld(0x12, step)) + ld(0x0A, ld(0x0A, b"s"))
+    )
+    assert wire.parse_sequence_example(data) == ({b"c": (0, b"")}, {b"s": []})
 
 
 def test_entry_without_key_value_or_kind() -> None:
@@ -576,6 +642,15 @@ def packed_case(payload: bytes, offset_in_payload: int) -> tuple[bytes, int]:
 TRUNCATED_LONG, TRUNCATED_LONG_AT = packed_case(FILLER + b"\x80\x80", len(FILLER))
 OVERLONG_LONG, OVERLONG_LONG_AT = packed_case(FILLER + b"\xff" * 10 + b"\x01", len(FILLER))
 UNENDED, UNENDED_AT = packed_case(b"\x01" * 20 + b"\xff" * 11, 20)
+MIXED = wire.encode_varint(-1) + wire.encode_varint(1 << 40) + wire.encode_varint(300) + b"\x05"
+"""Varints of 10, 6, 2 and 1 bytes."""
+LATE_OVERLONG, LATE_OVERLONG_AT = packed_case(
+    MIXED * (2 * GROUPS_CHUNK_BYTES // len(MIXED)) + b"\xff" * 10 + b"\x01" + MIXED,
+    2 * GROUPS_CHUNK_BYTES // len(MIXED) * len(MIXED),
+)
+UNENDED_PIECE, UNENDED_PIECE_AT = packed_case(
+    MIXED * 5 + b"\xff" * GROUPS_CHUNK_BYTES + b"\x01", 5 * len(MIXED)
+)
 
 MALFORMED_LISTS: dict[str, tuple[Callable[[bytes], object], bytes, str]] = {
     "int64 packed truncated (short)": (wire.decode_int64_list, ld(0x0A, b"\x01\x80"), "offset 3"),
@@ -603,6 +678,16 @@ MALFORMED_LISTS: dict[str, tuple[Callable[[bytes], object], bytes, str]] = {
         wire.decode_int64_list,
         OVERLONG_LONG,
         f"at byte offset {OVERLONG_LONG_AT} is longer than 10 bytes",
+    ),
+    "int64 packed 11 bytes after several pieces": (
+        wire.decode_int64_list,
+        LATE_OVERLONG,
+        f"at byte offset {LATE_OVERLONG_AT} is longer than 10 bytes",
+    ),
+    "int64 packed continuation bytes longer than a piece": (
+        wire.decode_int64_list,
+        UNENDED_PIECE,
+        f"at byte offset {UNENDED_PIECE_AT} is longer than 10 bytes",
     ),
     "int64 unpacked truncated": (
         wire.decode_int64_list,

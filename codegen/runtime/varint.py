@@ -27,6 +27,9 @@ SMALL_MULTIBYTE_DECODE_BYTES = 32
 """Runs holding a varint longer than one byte decode in the loop up to this many bytes."""
 SMALL_LONG_DECODE_BYTES = 160
 """Runs holding a varint longer than two bytes decode in the loop up to this many bytes."""
+GROUPS_CHUNK_BYTES = 1 << 13
+"""Runs longer than this many bytes decode in pieces of about this size, so that temporaries stay
+bounded (about 40 bytes per byte of a piece) whatever the run's length."""
 SMALL_ENCODE_VALUES = 16
 """Arrays up to this many values encode in a plain Python loop (faster than numpy there)."""
 
@@ -133,13 +136,27 @@ def decode_packed_int64(data: bytes, start: int, end: int, what: str) -> NDArray
     if count <= SMALL_MULTIBYTE_DECODE_BYTES:
         return _decode_packed_loop(data, start, end, what)
     if start and data[start - 1] < 0x80:
-        windows = np.ndarray((count,), "<u2", buffer=data, offset=start - 1, strides=(1,))
-        values = _DECODE_TWO.take(windows)
-        if not np.count_nonzero(values == _LONGER):
+        values = _decode_two_byte_windows(data, start, count)
+        if values is not None:
             return values.compress(raw < 0x80).astype(np.int64)
     if count <= SMALL_LONG_DECODE_BYTES:
         return _decode_packed_loop(data, start, end, what)
     return _decode_packed_groups(raw, start, what)
+
+
+def _decode_two_byte_windows(data: bytes, start: int, count: int) -> NDArray[np.uint16] | None:
+    """The two-byte table's value at each byte of ``data[start:start + count]`` (a byte below
+    0x80 precedes ``start``), or ``None`` when a varint is longer than two bytes. Read in pieces of
+    ``GROUPS_CHUNK_BYTES`` windows, as the table lookup widens its indices to 8 bytes each."""
+    values = np.empty(count, np.uint16)
+    for first in range(0, count, GROUPS_CHUNK_BYTES):
+        size = min(GROUPS_CHUNK_BYTES, count - first)
+        windows = np.ndarray((size,), "<u2", buffer=data, offset=start - 1 + first, strides=(1,))
+        piece = values[first : first + size]
+        _DECODE_TWO.take(windows, out=piece)
+        if np.count_nonzero(piece == _LONGER):
+            return None
+    return values
 
 
 def _raise_truncated(data: bytes, start: int, end: int, what: str) -> None:
@@ -155,9 +172,32 @@ def _raise_truncated(data: bytes, start: int, end: int, what: str) -> None:
 
 
 def _decode_packed_groups(raw: NDArray[np.uint8], start: int, what: str) -> NDArray[np.int64]:
-    """Decode a run of varints of any lengths (ending with a last byte) by their 7-bit groups."""
+    """Decode a run of varints of any lengths (ending with a last byte) by their 7-bit groups.
+
+    The run is read in pieces of about ``GROUPS_CHUNK_BYTES`` bytes cut after a last byte, so the
+    temporaries stay bounded whatever the run's length; only the result grows with it.
+    """
+    out = np.empty(np.count_nonzero(raw < 0x80), np.int64)
+    count, pos, filled = raw.size, 0, 0
+    while pos < count:
+        piece = raw[pos : pos + GROUPS_CHUNK_BYTES]
+        ends = np.flatnonzero(piece < 0x80)
+        if not ends.size:
+            raise RecordError(
+                f"{what}: the varint at byte offset {start + pos} is longer than 10 bytes"
+            )
+        used = int(ends[-1]) + 1
+        _decode_groups(piece[:used], ends, start + pos, out[filled : filled + ends.size], what)
+        pos += used
+        filled += ends.size
+    return out
+
+
+def _decode_groups(
+    raw: NDArray[np.uint8], ends: NDArray[np.intp], start: int, out: NDArray[np.int64], what: str
+) -> None:
+    """Write the varints of ``raw`` (whose last bytes are at ``ends``) to ``out``."""
     count = raw.size
-    ends = np.flatnonzero(raw < 0x80)
     n = ends.size
     starts = np.empty(n, np.intp)
     starts[0] = 0
@@ -170,16 +210,14 @@ def _decode_packed_groups(raw: NDArray[np.uint8], start: int, what: str) -> NDAr
         raise RecordError(
             f"{what}: the varint at byte offset {start + bad} is longer than 10 bytes"
         )
-    out = np.empty(n, np.int64)
     groups = (raw & 0x7F).astype(np.uint64)
     if longest * n == count:  # all of one length: a matrix product with the group weights
         np.matmul(groups.reshape(n, longest), _WEIGHTS[:longest], out=out.view(np.uint64))
-        return out
+        return
     shifts = np.arange(count, dtype=np.intp)
     shifts -= np.repeat(starts, lengths)
     groups <<= _SHIFTS.take(shifts)
     np.add.reduceat(groups, starts, out=out.view(np.uint64))
-    return out
 
 
 def _decode_packed_loop(data: bytes, start: int, end: int, what: str) -> NDArray[np.int64]:

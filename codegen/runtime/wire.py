@@ -4,16 +4,19 @@ Decoding follows protobuf's parser: fields in any order, packed or unpacked list
 chunks), repeated occurrences of a message field merged (their bytes concatenated), the last of the
 ``Feature.kind`` oneof members winning, the last map entry of a key winning, an entry without key
 meaning the empty key and one without value a ``Feature`` with no kind, unknown fields of every wire
-type (groups included, properly nested) skipped. Malformed bytes raise :class:`RecordError` naming
-the byte offset and what was expected; a length never allocates more than the input holds, and the
-work is linear in the input size.
+type (groups included, properly nested) skipped. One deviation follows TensorFlow's parser of
+``Example``: a later entry of a key whose ``Feature`` has no kind leaves an earlier entry that has a
+list in place (protobuf's map would replace it; ``SequenceExample`` context and feature lists keep
+protobuf's rule, as TensorFlow does). The list of a replaced or kept earlier entry is checked.
+Malformed bytes raise :class:`RecordError` naming the byte offset and what was expected; a length
+never allocates more than the input holds, and the work is linear in the input size.
 
 ``parse_example`` checks the structure down to each ``Feature`` and that map keys are UTF-8 (as
 protobuf's proto3 parser does); a list body (``BytesList``/``FloatList``/``Int64List``) is checked
-by the ``decode_*`` function that reads it. Unknown groups may nest deeper than protobuf's
-recursion limit of 100. An entry carrying unknown fields is an ordinary entry, as protobuf's wire
-rules say (upb's Python parser keeps such an entry as an unknown field instead, and TensorFlow's
-parse ops reject unknown fields inside ``Features``).
+by the ``decode_*`` function that reads it. Unknown groups may nest deeper than protobuf's recursion
+limit of 100 (the open ones cost 4 bytes each). An entry carrying unknown fields is an ordinary
+entry, as protobuf's wire rules say (upb's Python parser keeps such an entry as an unknown field
+instead, and TensorFlow's parse ops reject unknown fields inside ``Features``).
 
 Encoding is byte-identical to protobuf's deterministic serialization when the map entries come in
 the order of :func:`map_key_order`. The ``features`` of an ``Example`` and the ``context`` and
@@ -26,6 +29,7 @@ from __future__ import annotations
 import math
 import operator
 import struct
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace as _Namespace
 from typing import Any
@@ -126,21 +130,26 @@ def _skip_value(data: bytes, pos: int, end: int, wire_type: int, tag_pos: int, w
 
 
 def _skip_group(data: bytes, pos: int, end: int, field: int, tag_pos: int, what: str) -> int:
-    """Skip the group of ``field`` opened by the tag at ``tag_pos`` (nested groups included)."""
-    open_groups = [(field, tag_pos)]
+    """Skip the group of ``field`` opened by the tag at ``tag_pos`` (nested groups included).
+
+    The open groups are kept as the byte offsets of their start-group tags (4 bytes each below
+    4 GiB), their field numbers read again from there when an end-group tag comes.
+    """
+    open_groups = array("I" if end <= 0xFFFFFFFF else "q", (tag_pos,))
     while open_groups:
         if pos >= end:
-            number, opened = open_groups[-1]
+            opened = open_groups[-1]
             raise RecordError(
-                f"{what}: the group of field {number} opened at byte offset {opened} is not closed "
-                f"before byte offset {end}"
+                f"{what}: the group of field {_read_tag(data, opened, end, what)[0]} opened at "
+                f"byte offset {opened} is not closed before byte offset {end}"
             )
         at = pos
         number, wire_type, pos = _read_tag(data, pos, end, what)
         if wire_type == _START_GROUP:
-            open_groups.append((number, at))
+            open_groups.append(at)
         elif wire_type == _END_GROUP:
-            expected, opened = open_groups.pop()
+            opened = open_groups.pop()
+            expected = _read_tag(data, opened, end, what)[0]
             if number != expected:
                 raise RecordError(
                     f"{what}: end-group tag of field {number} at byte offset {at} does not match "
@@ -198,7 +207,11 @@ def _check_key(key: bytes, offset: int, what: str) -> None:
 
 
 def parse_example(data: bytes) -> dict[bytes, FeatureValue]:
-    """The features of a serialized ``Example``: key (UTF-8 bytes) -> (kind, list body)."""
+    """The features of a serialized ``Example``: key (UTF-8 bytes) -> (kind, list body).
+
+    Of several entries of a key the last wins, except that one whose ``Feature`` has no kind
+    leaves an earlier entry with a list in place, as TensorFlow's parser does.
+    """
     features: dict[bytes, FeatureValue] = {}
     end = len(data)
     if end > 1 and data[0] == 0x0A:  # the usual Example: one features field and nothing else
@@ -211,13 +224,13 @@ def parse_example(data: bytes) -> dict[bytes, FeatureValue]:
             else:
                 length = -1
         if start + length == end:
-            _read_features(data, start, end, features, "Example.features")
+            _read_features(data, start, end, features, "Example.features", True)
             return features
     pos = 0
     while pos < end:
         field, wire_type, start, pos = _next_field(data, pos, end, "Example")
         if field == 1 and wire_type == _LEN:
-            _read_features(data, start, pos, features, "Example.features")
+            _read_features(data, start, pos, features, "Example.features", True)
     return features
 
 
@@ -237,16 +250,20 @@ def parse_sequence_example(
         if wire_type != _LEN:
             continue
         if field == 1:
-            _read_features(data, start, pos, context, "SequenceExample.context")
+            _read_features(data, start, pos, context, "SequenceExample.context", False)
         elif field == 2:
             _read_feature_lists(data, start, pos, feature_lists, "SequenceExample.feature_lists")
     return context, feature_lists
 
 
 def _read_features(
-    data: bytes, pos: int, end: int, out: dict[bytes, FeatureValue], what: str
+    data: bytes, pos: int, end: int, out: dict[bytes, FeatureValue], what: str, keep_listed: bool
 ) -> None:
-    """Add the map entries of the ``Features`` message ``data[pos:end]`` to ``out``."""
+    """Add the map entries of the ``Features`` message ``data[pos:end]`` to ``out``.
+
+    ``keep_listed`` is TensorFlow's rule for an ``Example``: a later entry of a key whose
+    ``Feature`` has no kind does not replace an earlier one that has a list.
+    """
     # Canonical entries (0a <n> 0a <key length> <key> 12 <n> [<kind tag> <n> <body>]) are read
     # inline, with one- and two-byte lengths; anything else goes through _feature_entry.
     while pos < end:
@@ -255,7 +272,7 @@ def _read_features(
             if field == 1 and wire_type == _LEN:
                 key, value = _feature_entry(data, start, pos, what)
                 if out.setdefault(key, value) is not value:
-                    _replace(out, key, value, what)
+                    _replace(out, key, value, what, keep_listed)
             continue
         length = data[pos + 1]
         p = pos + 2
@@ -289,7 +306,7 @@ def _read_features(
                         if key.isascii():
                             value = (0, b"")
                             if out.setdefault(key, value) is not value:
-                                _replace(out, key, value, what)
+                                _replace(out, key, value, what, keep_listed)
                             continue
                     elif size >= 2 and key.isascii():
                         kind_tag = data[f]
@@ -306,18 +323,23 @@ def _read_features(
                         ):
                             value = (kind_tag >> 3, data[b:entry_end])
                             if out.setdefault(key, value) is not value:
-                                _replace(out, key, value, what)
+                                _replace(out, key, value, what, keep_listed)
                             continue
         key, value = _feature_entry(data, p, entry_end, what)
         if out.setdefault(key, value) is not value:
-            _replace(out, key, value, what)
+            _replace(out, key, value, what, keep_listed)
 
 
-def _replace(out: dict[bytes, FeatureValue], key: bytes, value: FeatureValue, what: str) -> None:
-    """Let the later entry of a duplicate ``key`` win, after checking the list it replaces."""
+def _replace(
+    out: dict[bytes, FeatureValue], key: bytes, value: FeatureValue, what: str, keep_listed: bool
+) -> None:
+    """Let the later entry ``value`` of a duplicate ``key`` win, after checking the list of the
+    earlier one (as protobuf does); with ``keep_listed``, a kindless ``value`` leaves an earlier
+    entry that has a list in place."""
     kind, body = out[key]
     _check_list(kind, body, f"{what}: the feature of an earlier entry of key {key!r}")
-    out[key] = value
+    if not (keep_listed and kind and not value[0]):
+        out[key] = value
 
 
 def _feature_entry(data: bytes, pos: int, end: int, what: str) -> tuple[bytes, FeatureValue]:
