@@ -27,7 +27,10 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tfr-gen",
-        description="Typed Python modules for TFRecord data (tf.train.Example) from YAML schemas, and tools for the data.",
+        description=(
+            "Typed Python modules for TFRecord data (tf.train.Example) from YAML schemas,"
+            " and tools for the data."
+        ),
         epilog="'tfr-gen SCHEMA...' is short for 'tfr-gen generate SCHEMA...'.",
     )
     parser.add_argument("--version", action="version", version=f"tfr-gen {__version__}")
@@ -37,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Run the command line; returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr

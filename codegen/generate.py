@@ -58,11 +58,15 @@ def find_schemas(inputs: Sequence[Path]) -> tuple[list[Path], list[Diagnostic]]:
     problems: list[Diagnostic] = []
     for item in inputs:
         if item.is_dir():
-            found.extend(sorted(p for p in item.iterdir() if p.suffix in SCHEMA_SUFFIXES and p.is_file()))
+            found.extend(
+                sorted(p for p in item.iterdir() if p.suffix in SCHEMA_SUFFIXES and p.is_file())
+            )
         elif item.is_file():
             found.append(item)
         else:
-            problems.append(Diagnostic(display_path(item), 1, 1, "no such schema file or directory"))
+            problems.append(
+                Diagnostic(display_path(item), 1, 1, "no such schema file or directory")
+            )
     return found, problems
 
 
@@ -70,7 +74,9 @@ def regenerate_command(schema_path: Path, out_dir: Path) -> str:
     return f"tfr-gen {display_path(schema_path)} --out {display_path(out_dir)}"
 
 
-def render_modules(schema_paths: Sequence[Path], out_dir: Path) -> tuple[list[GeneratedModule], list[Diagnostic]]:
+def render_modules(
+    schema_paths: Sequence[Path], out_dir: Path
+) -> tuple[list[GeneratedModule], list[Diagnostic]]:
     """Load, check and render every schema; diagnostics of all files together."""
     modules: list[GeneratedModule] = []
     problems: list[Diagnostic] = []
@@ -85,7 +91,12 @@ def render_modules(schema_paths: Sequence[Path], out_dir: Path) -> tuple[list[Ge
         if schema.module in owners:
             other = display_path(owners[schema.module])
             problems.append(
-                Diagnostic(shown, 1, 1, f"module name {schema.module!r} is also generated from {other}; rename one")
+                Diagnostic(
+                    shown,
+                    1,
+                    1,
+                    f"module name {schema.module!r} is also generated from {other}; rename one",
+                )
             )
             continue
         owners[schema.module] = schema_path

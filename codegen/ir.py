@@ -61,7 +61,9 @@ class NumericScalar(FeatureIR):
 
     @property
     def codec(self) -> str:
-        return {Kind.INT: "IntScalar", Kind.BOOL: "BoolScalar", Kind.FLOAT: "FloatScalar"}[self.dtype.kind]
+        return {Kind.INT: "IntScalar", Kind.BOOL: "BoolScalar", Kind.FLOAT: "FloatScalar"}[
+            self.dtype.kind
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +135,9 @@ class RaggedTensor(FeatureIR):
 
     @property
     def companion_keys(self) -> tuple[str, ...]:
-        return tuple(f"{self.key}/row_lengths_{d}" for d, n in enumerate(self.shape) if n is None and d > 0)
+        return tuple(
+            f"{self.key}/row_lengths_{d}" for d, n in enumerate(self.shape) if n is None and d > 0
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,6 @@ import jinja2
 
 from codegen import __version__
 from codegen.ir import FeatureIR, RecordIR, SchemaIR
-from codegen.runtime.dtypes import Kind
 
 _FIXED_IMPORTS = (
     "import dataclasses as _dc",
@@ -67,7 +66,7 @@ def ident(value: object) -> str:
 
 
 def pyrepr(value: object) -> str:
-    """A Python literal for ``value``: str, bytes, int, float (nan/inf included), bool, None, or tuples/lists of them."""
+    """A Python literal for ``value``: str, bytes, int, float (nan/inf too), bool, None, or tuples/lists of them."""
     if value is None or isinstance(value, bool | int):
         return repr(value)
     if isinstance(value, float):
@@ -90,7 +89,10 @@ def _printable(text: str) -> str:
     """``text`` with every line break and control character replaced, so it stays on one source line."""
     out = []
     for ch in text:
-        if ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029" or unicodedata.category(ch) in ("Cc", "Cs"):
+        if ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029" or unicodedata.category(ch) in (
+            "Cc",
+            "Cs",
+        ):
             out.append(" " if ch.isspace() else repr(ch)[1:-1])
         else:
             out.append(ch)
@@ -129,7 +131,11 @@ def docstring(value: object) -> str:
 
 
 def _describe(f: FeatureIR) -> str:
-    shape = "scalar" if not f.shape else "[" + ", ".join("null" if d is None else str(d) for d in f.shape) + "]"
+    shape = (
+        "scalar"
+        if not f.shape
+        else "[" + ", ".join("null" if d is None else str(d) for d in f.shape) + "]"
+    )
     parts = [f"{f.dtype.name} {shape}", f"key {f.key!r}"]
     if f.optional:
         parts.append("optional")
@@ -187,8 +193,17 @@ def render_source(schema: SchemaIR, *, command: str) -> str:
     env = environment()
     imports = Imports()
     record_template = env.get_template("record.py.jinja")
-    body = "\n\n".join(record_template.render(rec=rec, schema=schema, imports=imports) for rec in schema.records)
-    exports = sorted(["SCHEMA_CANONICAL", "SCHEMA_FINGERPRINT", "SCHEMA_VERSION", *(r.name for r in schema.records)])
+    body = "\n\n".join(
+        record_template.render(rec=rec, schema=schema, imports=imports) for rec in schema.records
+    )
+    exports = sorted(
+        [
+            "SCHEMA_CANONICAL",
+            "SCHEMA_FINGERPRINT",
+            "SCHEMA_VERSION",
+            *(r.name for r in schema.records),
+        ]
+    )
     return env.get_template("module.py.jinja").render(
         schema=schema,
         body=body,
@@ -205,14 +220,25 @@ def _ruff(args: list[str], source: str) -> str:
     from ruff.__main__ import find_ruff_bin
 
     proc = subprocess.run(
-        [find_ruff_bin(), *args, "--isolated", "--target-version", "py311", "--stdin-filename", "generated.py", "-"],
+        [
+            find_ruff_bin(),
+            *args,
+            "--isolated",
+            "--target-version",
+            "py311",
+            "--stdin-filename",
+            "generated.py",
+            "-",
+        ],
         input=source,
         capture_output=True,
         text=True,
         check=False,
     )
     if proc.returncode != 0:
-        raise RenderError(f"ruff {' '.join(args)} failed on generated code:\n{proc.stderr or proc.stdout}")
+        raise RenderError(
+            f"ruff {' '.join(args)} failed on generated code:\n{proc.stderr or proc.stdout}"
+        )
     return proc.stdout
 
 
@@ -220,7 +246,9 @@ def format_source(source: str) -> str:
     """Sort imports and format with ruff (pinned version, default style, so output is reproducible)."""
     # The runtime package is a third-party import wherever generated code lives, whatever the working directory.
     isort = ["--config", 'lint.isort.known-third-party=["codegen"]']
-    sorted_imports = _ruff(["check", *isort, "--select", "I", "--fix", "--exit-zero", "--quiet"], source)
+    sorted_imports = _ruff(
+        ["check", *isort, "--select", "I", "--fix", "--exit-zero", "--quiet"], source
+    )
     return _ruff(["format", "--quiet"], sorted_imports)
 
 

@@ -14,8 +14,12 @@ def _import_tensorflow() -> Any:
         import tensorflow as tf
     except Exception as exc:  # pragma: no cover - depends on the environment
         if os.environ.get("CI"):
-            pytest.fail(f"TensorFlow is required in CI but cannot be imported: {exc!r}", pytrace=False)
-        pytest.skip(f"TensorFlow is not installed ({exc!r}); install the 'test' extra to run this test")
+            pytest.fail(
+                f"TensorFlow is required in CI but cannot be imported: {exc!r}", pytrace=False
+            )
+        pytest.skip(
+            f"TensorFlow is not installed ({exc!r}); install the 'test' extra to run this test"
+        )
     return tf
 
 

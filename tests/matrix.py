@@ -45,12 +45,17 @@ def _list_examples_only(path: Path) -> bool:
         if "context" in record or "sequence" in record:
             return False
         for feature in record["features"].values():
-            if feature.get("encoding", "list") != "list" or list(feature.get("shape", [])).count(None) > 1:
+            if (
+                feature.get("encoding", "list") != "list"
+                or list(feature.get("shape", [])).count(None) > 1
+            ):
                 return False
     return True
 
 
-SCHEMA_NAMES = tuple(sorted(path.stem for path in SCHEMAS.glob("*.yaml") if _list_examples_only(path)))
+SCHEMA_NAMES = tuple(
+    sorted(path.stem for path in SCHEMAS.glob("*.yaml") if _list_examples_only(path))
+)
 """The module name of every schema in ``schemas/`` of list-encoded ``tf.train.Example`` records.
 
 Schemas with ``SequenceExample`` records, raw or ragged features (feature lists and companion keys)
@@ -78,7 +83,9 @@ def _basics(module: ModuleType) -> list[Any]:
     return [
         basics(my_ints=[1, 2, 3], my_float=0.5, my_bytes=b"hello"),
         basics(my_ints=[], my_float=-2.25, my_bytes=b""),
-        basics(my_ints=[-(2**63), 2**63 - 1, 0, -1, 300], my_float=3.0e38, my_bytes=bytes(range(256))),
+        basics(
+            my_ints=[-(2**63), 2**63 - 1, 0, -1, 300], my_float=3.0e38, my_bytes=bytes(range(256))
+        ),
     ]
 
 
@@ -146,10 +153,28 @@ def samples(name: str) -> list[Any]:
 
 # --- the matrix schema ----------------------------------------------------------------------------
 
-MATRIX_DTYPES = ("int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool", "float32", "bytes", "string")
+MATRIX_DTYPES = (
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint32",
+    "uint16",
+    "uint8",
+    "bool",
+    "float32",
+    "bytes",
+    "string",
+)
 """Every dtype of the list encoding."""
 
-MATRIX_SHAPES: dict[str, Shape] = {"Scalar": (), "Vec3": (3,), "Mat2x2": (2, 2), "Rows": (None,), "Rows2": (None, 2)}
+MATRIX_SHAPES: dict[str, Shape] = {
+    "Scalar": (),
+    "Vec3": (3,),
+    "Mat2x2": (2, 2),
+    "Rows": (None,),
+    "Rows2": (None, 2),
+}
 """Every shape form, by the suffix of its record name."""
 
 KEYS = {"req": "réq", "dflt": "dêfault", "opt": "öpt"}
@@ -166,7 +191,18 @@ POOLS: dict[str, tuple[object, ...]] = {
     "uint16": (65535, 0, 1, 300),
     "uint8": (255, 0, 1, 128),
     "bool": (True, False, False, True, True),
-    "float32": (math.nan, -0.0, math.inf, -math.inf, 2.0**-149, _F32_TINY / 3, _F32_MAX, -1.5, 0.1, 0.0),
+    "float32": (
+        math.nan,
+        -0.0,
+        math.inf,
+        -math.inf,
+        2.0**-149,
+        _F32_TINY / 3,
+        _F32_MAX,
+        -1.5,
+        0.1,
+        0.0,
+    ),
     "bytes": (b"", b"\x00\xff", b"\x80" * 130, "é".encode(), b"raw"),
     "string": ("", "é", "日本語", "🙂", "a" * 200, "tab\tnew\nline", "\x00nul"),
 }
@@ -262,16 +298,30 @@ def matrix_yaml() -> str:
     for case in MATRIX_CASES:
         features: dict[str, object] = {}
         for name in case.names:
-            feature: dict[str, object] = {"key": KEYS[name], "dtype": case.dtype.name, "shape": list(case.shape)}
+            feature: dict[str, object] = {
+                "key": KEYS[name],
+                "dtype": case.dtype.name,
+                "shape": list(case.shape),
+            }
             if name == "dflt":
                 feature["default"] = case.default()
             elif name == "opt":
                 feature["optional"] = True
             features[name] = feature
-        records[case.record] = {"doc": f"{case.dtype.name} of shape {case.shape}.", "features": features}
-    edges = {"ints": "int64", "uints": "uint32", "floats": "float32", "texts": "string", "blobs": "bytes"}
+        records[case.record] = {
+            "doc": f"{case.dtype.name} of shape {case.shape}.",
+            "features": features,
+        }
+    edges = {
+        "ints": "int64",
+        "uints": "uint32",
+        "floats": "float32",
+        "texts": "string",
+        "blobs": "bytes",
+    }
     edge_features: dict[str, object] = {
-        name: {"key": EDGE_KEYS[name], "dtype": dtype, "shape": [None]} for name, dtype in edges.items()
+        name: {"key": EDGE_KEYS[name], "dtype": dtype, "shape": [None]}
+        for name, dtype in edges.items()
     }
     edge_features["no_ints"] = {"key": EDGE_KEYS["no_ints"], "dtype": "int64", "shape": [None, 2]}
     edge_features["no_texts"] = {"key": EDGE_KEYS["no_texts"], "dtype": "string", "shape": [None]}
@@ -299,7 +349,18 @@ def edge_values() -> dict[str, Any]:
     return {
         "ints": [-(2**63), 2**63 - 1, -1, 0, -300],
         "uints": [2**32 - 1, 0, 2**31],
-        "floats": [math.nan, math.inf, -math.inf, -0.0, 0.0, 2.0**-149, _F32_TINY / 2, _F32_TINY, _F32_MAX, -_F32_MAX],
+        "floats": [
+            math.nan,
+            math.inf,
+            -math.inf,
+            -0.0,
+            0.0,
+            2.0**-149,
+            _F32_TINY / 2,
+            _F32_TINY,
+            _F32_MAX,
+            -_F32_MAX,
+        ],
         "texts": ["", "é", "日本語", "🙂", "\U0010fffd", "ａ" * 100, "\x00"],
         "blobs": [b"", b"\x00", b"\xff" * 200, bytes(range(128))],
         "no_ints": np.empty((0, 2), dtype=np.int64),
@@ -345,8 +406,13 @@ def flat_values(value: object) -> list[object] | None:
     """
     if value is None:
         return None
-    items: list[object] = value.reshape(-1).tolist() if isinstance(value, np.ndarray) else _flatten(value)
-    return [item.encode() if isinstance(item, str) else int(item) if isinstance(item, bool) else item for item in items]
+    items: list[object] = (
+        value.reshape(-1).tolist() if isinstance(value, np.ndarray) else _flatten(value)
+    )
+    return [
+        item.encode() if isinstance(item, str) else int(item) if isinstance(item, bool) else item
+        for item in items
+    ]
 
 
 def build_feature(classes: Any, wire: str, values: list[object]) -> Any:
@@ -354,7 +420,11 @@ def build_feature(classes: Any, wire: str, values: list[object]) -> Any:
 
     ``classes`` holds the message classes: ``tf.train`` or ``codegen.runtime.proto``.
     """
-    lists = {"int64_list": classes.Int64List, "float_list": classes.FloatList, "bytes_list": classes.BytesList}
+    lists = {
+        "int64_list": classes.Int64List,
+        "float_list": classes.FloatList,
+        "bytes_list": classes.BytesList,
+    }
     return classes.Feature(**{wire: lists[wire](value=values)})
 
 
@@ -404,7 +474,9 @@ def tf_form(info: FeatureInfo, value: object, *, batched: bool = False) -> tuple
     return rows, (inner if batched else (len(rows), *inner))
 
 
-def wire_form(info: FeatureInfo, value: object, *, dense: bool, batched: bool = False) -> tuple[object, object]:
+def wire_form(
+    info: FeatureInfo, value: object, *, dense: bool, batched: bool = False
+) -> tuple[object, object]:
     """What TensorFlow's parse functions give for ``value`` before post-processing, in
     :func:`tf_form`'s form: for a ``FixedLenFeature`` (``dense``) the declared shape, for a
     ``RaggedFeature`` the flat values of the wire list (bools as ints)."""

@@ -44,7 +44,11 @@ COMPRESSIONS: list[tuple[Any, str, str]] = [
     ("gzip", "GZIP", ".tfrecord.gz"),
     ("zlib", "ZLIB", ".zlib"),
 ]
-OTHER_WIRE = {"int64_list": ("float_list", 1.0), "float_list": ("bytes_list", b"x"), "bytes_list": ("int64_list", 1)}
+OTHER_WIRE = {
+    "int64_list": ("float_list", 1.0),
+    "float_list": ("bytes_list", b"x"),
+    "bytes_list": ("int64_list", 1),
+}
 """For each list kind: a list kind that is wrong for it, and a value of that kind."""
 TF_WIRE_DTYPES = {"int64_list": "int64", "float_list": "float32", "bytes_list": "string"}
 """The dtype TensorFlow parses each list kind to."""
@@ -109,12 +113,16 @@ def spec_form(tf: Any, cls: Any) -> Form:
     spec = cls.tf_feature_spec()
 
     def form(info: FeatureInfo, value: object, batched: bool) -> tuple[object, object]:
-        return wire_form(info, value, dense=isinstance(spec[info.key], tf.io.FixedLenFeature), batched=batched)
+        return wire_form(
+            info, value, dense=isinstance(spec[info.key], tf.io.FixedLenFeature), batched=batched
+        )
 
     return form
 
 
-def check_parsed_by_tensorflow(tf: Any, cls: Any, expected: list[dict[str, object]], examples: list[bytes]) -> None:
+def check_parsed_by_tensorflow(
+    tf: Any, cls: Any, expected: list[dict[str, object]], examples: list[bytes]
+) -> None:
     """``tf_parse`` and TensorFlow's own parse functions under ``tf_feature_spec()`` agree with ``expected``."""
     check_parsed(tf, cls, expected, examples, cls.tf_parse)
     spec = cls.tf_feature_spec()
@@ -123,7 +131,15 @@ def check_parsed_by_tensorflow(tf: Any, cls: Any, expected: list[dict[str, objec
         parse_fn = tf.io.parse_example if serialized.shape.rank == 1 else tf.io.parse_single_example
         return by_key(parse_fn(serialized, spec), cls)
 
-    check_parsed(tf, cls, expected, examples, parse, spec_form(tf, cls), lambda info: TF_WIRE_DTYPES[info.wire])
+    check_parsed(
+        tf,
+        cls,
+        expected,
+        examples,
+        parse,
+        spec_form(tf, cls),
+        lambda info: TF_WIRE_DTYPES[info.wire],
+    )
 
 
 def tf_bytes(tf: Any, record: Any) -> bytes:
@@ -142,7 +158,10 @@ def tf_entries_in_key_order(tf: Any, record: Any) -> bytes:
     """The Example with each map entry serialized by TensorFlow's protobuf classes, in the order of
     the UTF-8 bytes of the keys (C++ protobuf's deterministic map order)."""
     infos = sorted(spec_of(type(record)), key=lambda i: i.key.encode())
-    return example_of(tf, [(i.key, feature_of(tf, record, i)) for i in infos if getattr(record, i.name) is not None])
+    return example_of(
+        tf,
+        [(i.key, feature_of(tf, record, i)) for i in infos if getattr(record, i.name) is not None],
+    )
 
 
 def keys_prefix_free(keys: Iterable[str]) -> bool:
@@ -155,7 +174,9 @@ def keys_prefix_free(keys: Iterable[str]) -> bool:
 def example_of(tf: Any, entries: Iterable[tuple[str, Any]]) -> bytes:
     """An Example whose map entries are exactly ``entries`` (key, ``tf.train.Feature``), in order,
     duplicates kept; each entry serialized by TensorFlow's protobuf classes."""
-    features = b"".join(tf.train.Features(feature={key: feature}).SerializeToString() for key, feature in entries)
+    features = b"".join(
+        tf.train.Features(feature={key: feature}).SerializeToString() for key, feature in entries
+    )
     return b"\x0a" + varint(len(features)) + features
 
 
@@ -167,7 +188,9 @@ def test_schema_records_parse_with_tensorflow_like_ours(tf: Any, name: str) -> N
     records = samples(name)
     for cls in dict.fromkeys(type(r) for r in records):
         ours = [r for r in records if type(r) is cls]
-        check_parsed_by_tensorflow(tf, cls, [record_values(r) for r in ours], [r.encode() for r in ours])
+        check_parsed_by_tensorflow(
+            tf, cls, [record_values(r) for r in ours], [r.encode() for r in ours]
+        )
 
 
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
@@ -175,7 +198,9 @@ def test_schema_records_are_byte_identical_to_tensorflow_examples(tf: Any, name:
     for record in samples(name):
         data = record.encode()
         assert data == tf_entries_in_key_order(tf, record)
-        assert tf.train.Example.FromString(data) == tf.train.Example.FromString(tf_bytes(tf, record))
+        assert tf.train.Example.FromString(data) == tf.train.Example.FromString(
+            tf_bytes(tf, record)
+        )
         if keys_prefix_free(info.key for info in spec_of(type(record))):
             assert data == tf_bytes(tf, record)
 
@@ -196,12 +221,20 @@ def test_we_read_tensorflow_tfrecord_files(tf: Any, tmp_path: Path, name: str) -
     cls = type(records[0])
     for compression, tf_type, suffix in COMPRESSIONS:
         path = tmp_path / f"tf{suffix}"
-        with tf.io.TFRecordWriter(str(path), tf.io.TFRecordOptions(compression_type=tf_type)) as writer:
+        with tf.io.TFRecordWriter(
+            str(path), tf.io.TFRecordOptions(compression_type=tf_type)
+        ) as writer:
             for record in records:
-                writer.write(build_example(tf.train, spec_of(cls), record_values(record)).SerializeToString())
+                writer.write(
+                    build_example(tf.train, spec_of(cls), record_values(record)).SerializeToString()
+                )
         want = [record_canon(r) for r in records]
-        assert [record_canon(r) for r in cls.read_tfrecord(path, compression=compression)] == want, compression
-        assert [record_canon(r) for r in cls.read_tfrecord(path, compression="auto")] == want, compression
+        assert [
+            record_canon(r) for r in cls.read_tfrecord(path, compression=compression)
+        ] == want, compression
+        assert [record_canon(r) for r in cls.read_tfrecord(path, compression="auto")] == want, (
+            compression
+        )
 
 
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
@@ -220,7 +253,9 @@ def test_tensorflow_reads_our_tfrecord_files(tf: Any, tmp_path: Path, name: str)
         form = spec_form(tf, cls)
         for info in spec_of(cls):
             for i, values in enumerate(expected):
-                assert tensor_form(tf, parsed[info.name], i) == form(info, values[info.name], True), (info, i)
+                assert tensor_form(tf, parsed[info.name], i) == form(
+                    info, values[info.name], True
+                ), (info, i)
 
 
 # --- the matrix: every list dtype in every shape form ---------------------------------------------
@@ -244,23 +279,31 @@ def matrix_records(case: MatrixCase, cls: Any) -> list[Any]:
 
 
 @pytest.mark.parametrize("case", MATRIX_CASES, ids=CASE_IDS)
-def test_matrix_records_parse_with_tensorflow_like_ours(tf: Any, matrix: ModuleType, case: MatrixCase) -> None:
+def test_matrix_records_parse_with_tensorflow_like_ours(
+    tf: Any, matrix: ModuleType, case: MatrixCase
+) -> None:
     cls = getattr(matrix, case.record)
     records = matrix_records(case, cls)
     examples = [r.encode() for r in records]
     expected = [record_values(r) for r in records]
     # Built by TensorFlow with only the required feature: the default applies, the optional is absent.
     only_required = cls(req=case.value(6, rows=2), opt=None)
-    examples.append(build_example(tf.train, spec_of(cls), {"req": only_required.req}).SerializeToString())
+    examples.append(
+        build_example(tf.train, spec_of(cls), {"req": only_required.req}).SerializeToString()
+    )
     expected.append(record_values(only_required))
     for data, values in zip(examples, expected, strict=True):
         decoded = cls.decode(data)
-        assert [canon(getattr(decoded, n)) for n in case.names] == [canon(values[n]) for n in case.names]
+        assert [canon(getattr(decoded, n)) for n in case.names] == [
+            canon(values[n]) for n in case.names
+        ]
     check_parsed_by_tensorflow(tf, cls, expected, examples)
 
 
 @pytest.mark.parametrize("case", MATRIX_CASES, ids=CASE_IDS)
-def test_matrix_records_are_tensorflow_examples(tf: Any, matrix: ModuleType, case: MatrixCase) -> None:
+def test_matrix_records_are_tensorflow_examples(
+    tf: Any, matrix: ModuleType, case: MatrixCase
+) -> None:
     cls = getattr(matrix, case.record)
     for record in matrix_records(case, cls):
         assert record.encode() == tf_bytes(tf, record)
@@ -291,14 +334,22 @@ def bad_examples(tf: Any, case: MatrixCase, cls: Any) -> list[tuple[str, str, by
         if info.fixed:
             counts = {count + 1, count - 1, 0} - {count} - ({0} if info.optional else set())
             for n in sorted(counts):
-                changed(name, f"{n} values", build_feature(tf.train, info.wire, [SOME_VALUE[info.wire]] * n))
+                changed(
+                    name,
+                    f"{n} values",
+                    build_feature(tf.train, info.wire, [SOME_VALUE[info.wire]] * n),
+                )
         elif len(info.shape) > 1:
-            changed(name, "3 values", build_feature(tf.train, info.wire, [SOME_VALUE[info.wire]] * 3))
+            changed(
+                name, "3 values", build_feature(tf.train, info.wire, [SOME_VALUE[info.wire]] * 3)
+            )
     return cases
 
 
 @pytest.mark.parametrize("case", MATRIX_CASES, ids=CASE_IDS)
-def test_matrix_examples_tensorflow_refuses_are_refused(tf: Any, matrix: ModuleType, case: MatrixCase) -> None:
+def test_matrix_examples_tensorflow_refuses_are_refused(
+    tf: Any, matrix: ModuleType, case: MatrixCase
+) -> None:
     cls = getattr(matrix, case.record)
     good = cls(req=case.value(0, rows=2)).encode()
     for name, what, data in bad_examples(tf, case, cls):
@@ -348,7 +399,9 @@ def test_kindless_unknown_and_repeated_features_decode_as_tensorflow_parses_them
         ),
         "repeated keys": example_of(tf, present + [(KEYS[n], changed[n]) for n in case.names]),
         "repeated after a wrong kind": example_of(tf, [(KEYS["req"], wrong), *present]),
-        "repeated after a kindless one": example_of(tf, [(KEYS[n], kindless) for n in case.names] + present),
+        "repeated after a kindless one": example_of(
+            tf, [(KEYS[n], kindless) for n in case.names] + present
+        ),
     }
     for what, data in examples.items():
         try:
@@ -390,8 +443,12 @@ def test_a_kindless_repeat_of_a_fixed_shape_feature_decodes_as_tensorflow_parses
 
     def build(case: MatrixCase, cls: Any) -> tuple[bytes, dict[str, object]]:
         record = cls(req=case.value(0), dflt=case.value(1))
-        entries = [(info.key, feature_of(tf, record, info)) for info in spec_of(cls) if not info.optional]
-        return example_of(tf, entries + [(key, tf.train.Feature()) for key, _ in entries]), record_values(record)
+        entries = [
+            (info.key, feature_of(tf, record, info)) for info in spec_of(cls) if not info.optional
+        ]
+        return example_of(
+            tf, entries + [(key, tf.train.Feature()) for key, _ in entries]
+        ), record_values(record)
 
     assert mismatches(tf, matrix, build) == []
 
@@ -404,7 +461,9 @@ def test_an_empty_list_of_an_optional_fixed_shape_feature_decodes_as_tensorflow_
     def build(case: MatrixCase, cls: Any) -> tuple[bytes, dict[str, object]]:
         record = cls(req=case.value(0))
         message = build_example(tf.train, spec_of(cls), record_values(record))
-        message.features.feature[KEYS["opt"]].CopyFrom(build_feature(tf.train, spec_of(cls)[0].wire, []))
+        message.features.feature[KEYS["opt"]].CopyFrom(
+            build_feature(tf.train, spec_of(cls)[0].wire, [])
+        )
         return message.SerializeToString(), record_values(record)
 
     assert mismatches(tf, matrix, build) == []
@@ -427,7 +486,14 @@ def test_edge_values_travel_both_ways_unchanged(tf: Any, matrix: ModuleType) -> 
         message = build_example(tf.train, spec_of(edges), record_values(record))
         assert record_canon(edges.decode(message.SerializeToString())) == record_canon(record)
         assert record_canon(edges.decode(record.encode())) == record_canon(record)
-    check_parsed_by_tensorflow(tf, edges, [record_values(r) for r in records], [r.encode() for r in records])
+    check_parsed_by_tensorflow(
+        tf, edges, [record_values(r) for r in records], [r.encode() for r in records]
+    )
     floats = edges.tf_parse(records[0].encode())["floats"].numpy()
-    assert np.isnan(floats[0]) and np.isinf(floats[1]) and np.signbit(floats[3]) and floats[5] == np.float32(2.0**-149)
+    assert (
+        np.isnan(floats[0])
+        and np.isinf(floats[1])
+        and np.signbit(floats[3])
+        and floats[5] == np.float32(2.0**-149)
+    )
     assert edges.decode(records[0].encode()).texts == values["texts"]

@@ -45,7 +45,9 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
 def test_every_schema_has_a_committed_module_and_sample_records() -> None:
     assert {"basics", "customer", "embedding", "image", "mnist"} <= set(SCHEMA_NAMES)
     for name in SCHEMA_NAMES:
-        assert name in SAMPLES, f"schema {name!r} has no sample records: add them to SAMPLES in tests/matrix.py"
+        assert name in SAMPLES, (
+            f"schema {name!r} has no sample records: add them to SAMPLES in tests/matrix.py"
+        )
         records = samples(name)
         assert len(records) >= 3
         assert {type(r).__module__ for r in records} == {name}
@@ -82,7 +84,9 @@ def test_equality_of_arrays_takes_their_shape_into_account() -> None:
     empty = basics(my_ints=[], my_float=1.0, my_bytes=b"")
     assert empty == basics(my_ints=np.empty(0, dtype=np.int64), my_float=1.0, my_bytes=b"")
     assert empty != basics(my_ints=[0], my_float=1.0, my_bytes=b"")
-    assert basics(my_ints=[1, 2], my_float=1.0, my_bytes=b"") != basics(my_ints=[2, 1], my_float=1.0, my_bytes=b"")
+    assert basics(my_ints=[1, 2], my_float=1.0, my_bytes=b"") != basics(
+        my_ints=[2, 1], my_float=1.0, my_bytes=b""
+    )
 
 
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
@@ -113,7 +117,10 @@ def test_from_proto_reads_a_message_built_with_the_protobuf_api(name: str) -> No
 
 def test_from_proto_refuses_other_messages() -> None:
     customer = generated_module("customer").Customer
-    with pytest.raises(RecordError, match="^expected a tensorflow.Example protobuf message, got tensorflow.Features$"):
+    with pytest.raises(
+        RecordError,
+        match="^expected a tensorflow.Example protobuf message, got tensorflow.Features$",
+    ):
         customer.from_proto(proto.Features())
 
 
@@ -147,7 +154,11 @@ def test_feature_spec_describes_the_schema(name: str) -> None:
                 )
             )
         assert list(spec) == expected
-        assert len(spec) == len(expected) and spec[0] == expected[0] and spec[-1:] == tuple(expected[-1:])
+        assert (
+            len(spec) == len(expected)
+            and spec[0] == expected[0]
+            and spec[-1:] == tuple(expected[-1:])
+        )
 
 
 def test_feature_spec_prints_as_a_table() -> None:
@@ -179,7 +190,9 @@ FILES = [
 
 
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
-@pytest.mark.parametrize(("compression", "filename", "magic"), FILES, ids=[f"{c}-{f}" for c, f, _ in FILES])
+@pytest.mark.parametrize(
+    ("compression", "filename", "magic"), FILES, ids=[f"{c}-{f}" for c, f, _ in FILES]
+)
 def test_records_survive_a_tfrecord_file(
     tmp_path: Path, name: str, compression: Any, filename: str, magic: bytes
 ) -> None:
@@ -237,7 +250,13 @@ def test_encode_gives_the_same_bytes_in_any_process() -> None:
 
 # --- construction errors --------------------------------------------------------------------------
 
-CUSTOMER = {"age": 30, "movie": ["Heat"], "movie_ratings": [8.0], "suggestion": "Ronin", "suggestion_purchased": 1.0}
+CUSTOMER = {
+    "age": 30,
+    "movie": ["Heat"],
+    "movie_ratings": [8.0],
+    "suggestion": "Ronin",
+    "suggestion_purchased": 1.0,
+}
 BAD_CUSTOMERS = [
     ({"age": "abc"}, "Customer.age: expected int64, got str 'abc'"),
     ({"age": True}, "Customer.age: expected int64, got bool True"),
@@ -256,8 +275,12 @@ BAD_CUSTOMERS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("change", "message"), BAD_CUSTOMERS, ids=[m.split(":")[0] for _, m in BAD_CUSTOMERS])
-def test_customer_construction_errors_say_what_was_expected(change: dict[str, object], message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"), BAD_CUSTOMERS, ids=[m.split(":")[0] for _, m in BAD_CUSTOMERS]
+)
+def test_customer_construction_errors_say_what_was_expected(
+    change: dict[str, object], message: str
+) -> None:
     customer = generated_module("customer").Customer
     with pytest.raises(RecordError) as info:
         customer(**{**CUSTOMER, **change})
@@ -319,7 +342,10 @@ def test_optional_attributes_default_to_none_and_defaults_apply(matrix: ModuleTy
     assert record.opt is None
     assert record.dflt.dtype == np.int8 and record.dflt.tolist() == [-128, 127, -7]
     assert matrix.StringScalar(req="x").dflt == "défaut"
-    assert matrix.BytesMat2x2(req=[[b"a", b"b"], [b"c", b"d"]]).dflt == [[b"d\x00", b""], [b"\xff", b"x"]]
+    assert matrix.BytesMat2x2(req=[[b"a", b"b"], [b"c", b"d"]]).dflt == [
+        [b"d\x00", b""],
+        [b"\xff", b"x"],
+    ]
 
 
 ABSENT_OPTIONAL = [
@@ -333,7 +359,9 @@ ABSENT_OPTIONAL = [
 
 
 @pytest.mark.parametrize(("record", "req"), ABSENT_OPTIONAL, ids=[r for r, _ in ABSENT_OPTIONAL])
-def test_an_absent_optional_attribute_survives_encode_and_decode(matrix: ModuleType, record: str, req: object) -> None:
+def test_an_absent_optional_attribute_survives_encode_and_decode(
+    matrix: ModuleType, record: str, req: object
+) -> None:
     cls = getattr(matrix, record)
     value = cls(req=req)
     assert value.opt is None
@@ -392,8 +420,16 @@ def test_decode_errors_of_shaped_features_name_the_shape(matrix: ModuleType) -> 
 
 def test_decoded_integers_are_range_checked(matrix: ModuleType) -> None:
     for record, values, text in [
-        ("Uint8Scalar", [256], "Uint8Scalar.req (key 'réq'): value 256 out of range for uint8 [0, 255]"),
-        ("Int16Rows", [1, -32769], "Int16Rows.req (key 'réq'): value -32769 out of range for int16 [-32768, 32767]"),
+        (
+            "Uint8Scalar",
+            [256],
+            "Uint8Scalar.req (key 'réq'): value 256 out of range for uint8 [0, 255]",
+        ),
+        (
+            "Int16Rows",
+            [1, -32769],
+            "Int16Rows.req (key 'réq'): value -32769 out of range for int16 [-32768, 32767]",
+        ),
         ("BoolVec3", [1, 2, 0], "BoolVec3.req (key 'réq'): value 2 out of range for bool [0, 1]"),
     ]:
         cls = getattr(matrix, record)
@@ -435,13 +471,17 @@ def _frame(record: bytes) -> int:
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
-def test_an_undecodable_record_is_reported_with_its_file_position(tmp_path: Path, compression: Any) -> None:
+def test_an_undecodable_record_is_reported_with_its_file_position(
+    tmp_path: Path, compression: Any
+) -> None:
     customer = generated_module("customer").Customer
     good = [r.encode() for r in samples("customer")]
     missing = _customer_message()
     del missing.features.feature["Suggestion"]
     path = tmp_path / "customers.tfrecord"
-    write_tfrecord(path, [good[0], good[1], missing.SerializeToString(), good[2]], compression=compression)
+    write_tfrecord(
+        path, [good[0], good[1], missing.SerializeToString(), good[2]], compression=compression
+    )
     reader = customer.read_tfrecord(path, compression=compression)
     assert [next(reader).encode(), next(reader).encode()] == good[:2]
     with pytest.raises(DataError) as info:
@@ -474,7 +514,9 @@ def test_a_corrupt_record_is_reported_with_its_file_position(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
-def test_a_truncated_file_is_reported_with_its_file_position(tmp_path: Path, compression: Any) -> None:
+def test_a_truncated_file_is_reported_with_its_file_position(
+    tmp_path: Path, compression: Any
+) -> None:
     image = generated_module("image").Image
     records = samples("image")
     frames = [_frame(r.encode()) for r in records]

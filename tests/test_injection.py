@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-import json
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -16,14 +16,26 @@ from codegen.render import render
 from codegen.schema import parse_schema
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-SAFE_FILTERS = {"ident", "pyrepr", "pylist", "comment", "comment_block", "docstring", "record_docstring", "indent"}
-TRUSTED_EXPRESSIONS = {"body", "line"}  # rendered by our own code: the records' template, the import lines
+SAFE_FILTERS = {
+    "ident",
+    "pyrepr",
+    "pylist",
+    "comment",
+    "comment_block",
+    "docstring",
+    "record_docstring",
+    "indent",
+}
+TRUSTED_EXPRESSIONS = {
+    "body",
+    "line",
+}  # rendered by our own code: the records' template, the import lines
 MACRO_CALL = re.compile(
     r"^(kinds\[f\.template\]|common)\.\w+\(.*\)$|^(codec_var|_generic|entries)\(.*\)( \| indent\(\d+\))?$"
     r"|^imports\.add\(\"[^\"]*\"\)$"
 )
 
-EVIL_KEY = "'\"); import os; os.system(\"x\") #"
+EVIL_KEY = '\'"); import os; os.system("x") #'
 EVIL_DOC = 'Ends a docstring """ then code: import os; os.system("x") \\ and a backslash\n# and a comment line'
 
 
@@ -37,7 +49,9 @@ def test_every_template_expression_passes_a_safe_filter() -> None:
         if expr in TRUSTED_EXPRESSIONS or MACRO_CALL.match(expr):
             continue
         last_filter = expr.rsplit("|", 1)[-1].strip().split("(")[0] if "|" in expr else None
-        assert last_filter in SAFE_FILTERS, f"{name}: '{{{{ {expr} }}}}' prints a value without a safe filter"
+        assert last_filter in SAFE_FILTERS, (
+            f"{name}: '{{{{ {expr} }}}}' prints a value without a safe filter"
+        )
 
 
 def _load(source: str, name: str) -> ModuleType:
@@ -69,7 +83,12 @@ records:
         if isinstance(node, ast.Call) and "system" in ast.unparse(node.func)
     }
     assert not calls
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    imported = {
+        a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    }
     assert "os" not in imported
     called: list[str] = []
     monkeypatch.setattr("os.system", lambda cmd: called.append(cmd) or 0)

@@ -356,8 +356,8 @@ def test_keys_are_checked_for_utf8_like_protobuf(key: bytes, canonical: bool) ->
 
 
 def upb_leniency(error: RecordError | None) -> bool:
-    """Whether our rejection is one upb is known not to make: upb accepts a tag with field number 0 inside an
-    unknown group of a list body that is merged with a later piece (it rejects the same bytes parsed alone)."""
+    """Whether our rejection is one upb is known not to make: upb accepts a tag with field number 0
+    inside an unknown group of a list body merged with a later piece (it rejects those bytes alone)."""
     return error is not None and "field number 0" in str(error)
 
 

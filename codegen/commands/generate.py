@@ -13,8 +13,19 @@ HELP = "generate one Python module per schema (the default command)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("schemas", nargs="+", metavar="SCHEMA", help="a schema file, or a directory of *.yaml schemas")
-    parser.add_argument("-o", "--out", default="generated", metavar="DIR", help="output directory (default: generated)")
+    parser.add_argument(
+        "schemas",
+        nargs="+",
+        metavar="SCHEMA",
+        help="a schema file, or a directory of *.yaml schemas",
+    )
+    parser.add_argument(
+        "-o",
+        "--out",
+        default="generated",
+        metavar="DIR",
+        help="output directory (default: generated)",
+    )
     parser.add_argument(
         "--check",
         action="store_true",
@@ -33,7 +44,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for path in result.stale:
             print(f"stale: {display_path(path)}", file=out)
         if result.stale:
-            print(f"tfr-gen: {len(result.stale)} generated file(s) out of date; run 'tfr-gen' to update", file=err)
+            print(
+                f"tfr-gen: {len(result.stale)} generated file(s) out of date; run 'tfr-gen' to update",
+                file=err,
+            )
             return EXIT_FOUND
         print(f"tfr-gen: {len(result.unchanged)} generated file(s) up to date", file=out)
         return EXIT_OK

@@ -7,8 +7,14 @@ from codegen.errors import DataError, RecordError
 from codegen.runtime import proto
 from codegen.runtime.batch import BatchCodec
 from codegen.runtime.columns import Masked, Ragged
-from codegen.runtime.loader import Dataset, DatasetOptions, Files, record_dataset
-from codegen.runtime.dataset import Manifest, SchemaInfo, ShardInfo, load_manifest, read_dataset, write_dataset
+from codegen.runtime.dataset import (
+    Manifest,
+    SchemaInfo,
+    ShardInfo,
+    load_manifest,
+    read_dataset,
+    write_dataset,
+)
 from codegen.runtime.dtypes import (
     BOOL,
     BYTES,
@@ -29,7 +35,6 @@ from codegen.runtime.dtypes import (
     Kind,
     Wire,
 )
-from codegen.runtime.indexed import IndexedReader, IndexedRecords
 from codegen.runtime.featureinfo import FeatureInfo, FeatureSpec
 from codegen.runtime.features import (
     NO_DEFAULT,
@@ -43,6 +48,8 @@ from codegen.runtime.features import (
     TextList,
     TextScalar,
 )
+from codegen.runtime.indexed import IndexedReader, IndexedRecords
+from codegen.runtime.loader import Dataset, DatasetOptions, Files, record_dataset
 from codegen.runtime.records import (
     CompressionArg,
     ExampleMessage,

@@ -9,7 +9,13 @@ from typing import Any, Literal, Protocol, TypeVar
 import numpy as np
 
 from codegen.errors import DataError, RecordError
-from codegen.runtime.tfrecord import Compression, OnError, SkippedSpan, TFRecordReader, resolve_compression
+from codegen.runtime.tfrecord import (
+    Compression,
+    OnError,
+    SkippedSpan,
+    TFRecordReader,
+    resolve_compression,
+)
 
 T = TypeVar("T")
 
@@ -78,5 +84,7 @@ def read_decoded(
             except RecordError as exc:
                 # The record's header starts 12 bytes before its data; 4 CRC bytes follow the data.
                 offset = reader.offset - len(data) - 16
-                raise DataError(str(exc), path=os.fspath(path), index=reader.index - 1, offset=offset) from exc
+                raise DataError(
+                    str(exc), path=os.fspath(path), index=reader.index - 1, offset=offset
+                ) from exc
             yield record
