@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.errors import RecordError
+from codegen.runtime import accel as _accel
 
 MASK64 = (1 << 64) - 1
 """The 64 bits a varint carries."""
@@ -263,3 +264,11 @@ def encode_packed_int64(values: NDArray[np.int64]) -> bytes:
     keep[0] = True
     keep[1:] = more
     return groups.T.ravel().compress(keep.T.ravel()).tobytes()
+
+
+PURE_PYTHON_ENCODE_PACKED_INT64 = encode_packed_int64
+"""The pure-Python packed encoder, whichever implementation ``encode_packed_int64`` is bound to."""
+
+if _accel.speedups is not None:
+    # Same contract and output as the Python encoder (tests/test_speedups.py compares them).
+    encode_packed_int64 = _accel.speedups.encode_int64_packed  # type: ignore[assignment]  # noqa: F811
