@@ -3,8 +3,9 @@
 Groups, each with the baseline its ratios are taken against:
 
 * ``encode`` (vs ``protobuf build+serialize``): Python values -> ``Example`` bytes, per record;
-* ``decode`` (vs ``protobuf parse+access``): ``Example`` bytes -> the Python values, per record;
-* ``read`` (vs TensorFlow's ``tf.data`` pipeline): a TFRecord file -> parsed records;
+* ``decode`` (vs ``protobuf parse+access``): ``Example`` bytes -> the Python values, per record
+  (or per column, for ``decode_batch``);
+* ``read`` (vs TensorFlow's ``tf.data`` pipeline): a TFRecord file -> parsed records (or batches);
 * ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file.
 
 Each contender's ``run()`` does the whole job once over all records and returns an
@@ -17,13 +18,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from benchmarks.prepare import Prepared
-from benchmarks.protobuf_path import is_raw
 from benchmarks.workloads import ROOT
 from codegen.runtime import read_tfrecord, write_tfrecord
 
@@ -37,7 +37,9 @@ TFRGEN_CONSTRUCT_ENCODE = "tfr-gen construct+encode"
 PROTOBUF_BUILD = "protobuf build+serialize"
 TFRGEN_DECODE = "tfr-gen decode"
 PROTOBUF_PARSE = "protobuf parse+access"
-TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(parse_example)"
+TFRGEN_DECODE_BATCH = "tfr-gen decode_batch(1024) (columns)"
+TFRGEN_DATASET = "tfr-gen dataset(batch_size=1024) (columns)"
+TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
 TF_RAW_READ = "TF TFRecordDataset.batch(1024) (raw bytes)"
 TFRGEN_READ = "tfr-gen read_tfrecord (decoded records)"
 TFRGEN_RAW_READ = "tfr-gen runtime read_tfrecord (raw bytes)"
@@ -59,6 +61,8 @@ NAMES: tuple[str, ...] = (
     PROTOBUF_BUILD,
     TFRGEN_DECODE,
     PROTOBUF_PARSE,
+    TFRGEN_DECODE_BATCH,
+    TFRGEN_DATASET,
     TF_PIPELINE,
     TF_RAW_READ,
     TFRGEN_READ,
@@ -146,20 +150,54 @@ def _protobuf_parse(p: Prepared) -> Callable[[], Outcome]:
     return run
 
 
-def _tf_pipeline(p: Prepared, tf: Any) -> Callable[[], Outcome]:
-    """``TFRecordDataset -> batch(1024) -> map(parse)`` with the generated ``tf_feature_spec()``."""
-    spec = p.cls.tf_feature_spec()
-    steps = {f.key for f in p.spec if f.name in p.workload.sequence}
+_BATCH = 1024
+"""Records per batch of the columnar contenders (as in the TensorFlow pipeline)."""
 
-    def parse(serialized: Any) -> Any:
-        if not steps:
-            return tf.io.parse_example(serialized, spec)
-        return tf.io.parse_sequence_example(
-            serialized,
-            context_features={k: v for k, v in spec.items() if k not in steps},
-            sequence_features={k: v for k, v in spec.items() if k in steps},
+
+class _Columnar(Protocol):
+    """The columnar members of a generated record class."""
+
+    def decode_batch(self, data: Sequence[bytes]) -> Sized: ...
+
+    def dataset(self, files: str, *, batch_size: int, compression: None) -> Iterable[Sized]: ...
+
+
+def _batched(
+    p: Prepared, name: str, group: Group, make: Callable[[], Callable[[], Outcome]]
+) -> Contender:
+    """A columnar contender, skipped when the generated class predates ``decode_batch``."""
+    if not hasattr(p.cls, "decode_batch"):
+        return Contender(
+            name, group, None, f"{p.cls.__name__} has no decode_batch: regenerate its module"
         )
+    return Contender(name, group, make())
 
+
+def _decode_batch(p: Prepared) -> Callable[[], Outcome]:
+    decode_batch = cast("_Columnar", p.cls).decode_batch
+    chunks = [p.serialized[i : i + _BATCH] for i in range(0, p.count, _BATCH)]
+
+    def run() -> Outcome:
+        return Outcome(sum(len(decode_batch(chunk)) for chunk in chunks))
+
+    return run
+
+
+def _dataset(p: Prepared) -> Callable[[], Outcome]:
+    """Batches of the TFRecord file through ``Record.dataset`` (reading, CRC checks, decoding)."""
+    dataset = cast("_Columnar", p.cls).dataset(str(p.path), batch_size=_BATCH, compression=None)
+
+    def run() -> Outcome:
+        return Outcome(sum(len(batch) for batch in dataset))
+
+    return run
+
+
+def _tf_pipeline(p: Prepared, tf: Any) -> Callable[[], Outcome]:
+    """``TFRecordDataset -> batch(1024) -> map(Record.tf_parse)``: ``tf.io.parse_example`` (or
+    ``parse_sequence_example``) with the generated specs, then the tensors in the declared dtypes
+    and shapes (a raw tensor through ``tf.io.decode_raw`` and a reshape)."""
+    parse = p.cls.tf_parse
     dataset = tf.data.TFRecordDataset(str(p.path)).batch(1024).map(lambda s: (tf.size(s), parse(s)))
 
     def run() -> Outcome:
@@ -200,10 +238,10 @@ def vahidk_descriptions(p: Prepared) -> tuple[dict[str, str], dict[str, str] | N
     context: dict[str, str] = {}
     steps: dict[str, str] = {}
     for f in p.spec:
-        (steps if f.name in p.workload.sequence else context)[f.key] = _VAHIDK_TYPES[f.wire]
-        if is_raw(f) and not f.fixed:
-            context[f"{f.key}/shape"] = "int"  # the shape companion of a raw tensor
-    return context, steps if p.workload.sequence else None
+        into = steps if f.sequence else context
+        into[f.key] = _VAHIDK_TYPES[f.wire]  # a raw tensor is one "byte" value
+        into.update(dict.fromkeys(f.companions, "int"))  # its int64 shape or row lengths
+    return context, steps if any(f.sequence for f in p.spec) else None
 
 
 def _vahidk_read(p: Prepared) -> Callable[[], Outcome]:
@@ -272,7 +310,8 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         Contender(PROTOBUF_BUILD, "encode", _protobuf_build(p)),
         Contender(TFRGEN_DECODE, "decode", _decode(p)),
         Contender(PROTOBUF_PARSE, "decode", _protobuf_parse(p)),
-        # The columnar decode_batch joins the decode group here; the multi-file Dataset, read.
+        _batched(p, TFRGEN_DECODE_BATCH, "decode", lambda: _decode_batch(p)),
+        _batched(p, TFRGEN_DATASET, "read", lambda: _dataset(p)),
         with_tf(TF_PIPELINE, "read", lambda: _tf_pipeline(p, tf)),
         with_tf(TF_RAW_READ, "read", lambda: _tf_raw_read(p, tf)),
         Contender(TFRGEN_READ, "read", _tfrgen_read(p)),

@@ -45,7 +45,7 @@ class RecordClass(Protocol):
 
     def feature_spec(self) -> FeatureSpec: ...
 
-    def tf_feature_spec(self) -> dict[str, Any]: ...
+    def tf_parse(self, serialized: Any) -> dict[str, Any]: ...
 
     def read_tfrecord(self, path: Path) -> Iterator[Record]: ...
 
@@ -143,6 +143,7 @@ def sequence_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
     """A tagged sentence of about 50 steps: one token id (1-30000) and one tag (0-8) per step."""
     steps = int(rng.integers(40, 61))
     return {
+        "length": steps,
         "tokens": rng.integers(1, 30_001, steps).astype(np.int64),
         "labels": rng.integers(0, 9, steps).astype(np.int64),
     }
@@ -184,22 +185,26 @@ WORKLOADS: tuple[Workload, ...] = (
     ),
     Workload(
         name="image",
-        module="image",
-        record="Image",
+        module="raw_image",
+        record="RawImage",
         description="label + raw 64x64x3 uint8 image",
         make_values=image_values,
         records=3_000,
         quick_records=100,
+        encode_bar=3.0,
+        decode_bar=2.0,
     ),
     Workload(
         name="sequence",
-        module="sequence",
-        record="Sequence",
+        module="sentence",
+        record="Sentence",
         description="SequenceExample: int64 tokens + int64 labels per step, T ~ 50",
         make_values=sequence_values,
         records=5_000,
         quick_records=100,
         sequence=("tokens", "labels"),
+        encode_bar=3.0,
+        decode_bar=2.0,
     ),
 )
 """Every workload, in report order."""

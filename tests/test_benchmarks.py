@@ -35,37 +35,47 @@ def _info(name: str, dtype: str, wire_list: str, shape: tuple[int | None, ...]) 
 
 
 def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path: Path) -> None:
-    from benchmarks.contenders import NAMES, VAHIDK_READ
+    from benchmarks.contenders import NAMES, TFRGEN_DATASET, TFRGEN_DECODE_BATCH, VAHIDK_READ
+    from benchmarks.workloads import BY_NAME, Skip, load
 
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    command = [sys.executable, "-m", "benchmarks", "--quick", "--workloads", "customer"]
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--workloads", "customer,sequence"]
     command += ["--json", str(out_json), "--markdown", str(out_md)]
     command += ["--data-dir", str(tmp_path / "data")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "customer: verified: same messages and values as protobuf" in done.stderr
     table = done.stdout
     for name in NAMES:
         assert f"    {name}  " in table, f"no row for {name!r} in:\n{table}"
-    for line in ("customer: tfr-gen encode", "customer: tfr-gen decode"):
-        assert f"PASS  {line}" in table or f"FAIL  {line}" in table
     report = json.loads(out_json.read_text())
-    (customer,) = report["workloads"]
-    assert customer["records"] == 300 and customer["total_bytes"] > 300 * 100
-    rows = {row["contender"]: row for row in customer["rows"]}
-    assert list(rows) == list(NAMES)
+    assert [w["name"] for w in report["workloads"]] == ["customer", "sequence"]
+    assert [w["records"] for w in report["workloads"]] == [300, 100]
     vahidk_installed = importlib.util.find_spec("tfrecord") is not None
-    for name, row in rows.items():
-        if name == VAHIDK_READ and not vahidk_installed:
-            assert "not installed" in row["skipped"]
-            continue
-        assert row["skipped"] is None, row
-        assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
-    assert [bar["workload"] for bar in report["bars"]] == ["customer", "customer"]
-    assert "| customer | tfr-gen decode |" in out_md.read_text()
+    for workload in report["workloads"]:
+        where = workload["name"]
+        assert f"{where}: verified: same messages and values as protobuf" in done.stderr
+        for line in (f"{where}: tfr-gen encode", f"{where}: tfr-gen decode"):
+            assert f"PASS  {line}" in table or f"FAIL  {line}" in table
+        assert workload["total_bytes"] > workload["records"] * 100
+        cls = load(BY_NAME[where])
+        assert not isinstance(cls, Skip), cls
+        columnar = hasattr(cls, "decode_batch")
+        rows = {row["contender"]: row for row in workload["rows"]}
+        assert list(rows) == list(NAMES)
+        for name, row in rows.items():
+            if name == VAHIDK_READ and not vahidk_installed:
+                assert "not installed" in row["skipped"]
+                continue
+            if name in (TFRGEN_DECODE_BATCH, TFRGEN_DATASET) and not columnar:
+                assert "has no decode_batch" in row["skipped"]
+                continue
+            assert row["skipped"] is None, (where, row)
+            assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
+        assert f"| {where} | tfr-gen decode |" in out_md.read_text()
+    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 2 + ["sequence"] * 2
 
 
-@pytest.mark.parametrize("name", ["customer", "mnist", "embedding", "image"])
+@pytest.mark.parametrize("name", ["customer", "mnist", "embedding", "image", "sequence"])
 def test_decode_of_benchmark_data_equals_protobuf_values(
     bench: ModuleType, tmp_path: Path, name: str
 ) -> None:
@@ -209,3 +219,41 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     assert "PASS  customer: tfr-gen encode 2.00x protobuf build+serialize (bar >= 1.5x)" in text
     markdown = format_markdown(report)
     assert "| customer | protobuf build+serialize | 250 | 0.5 | baseline |" in markdown
+
+
+def test_vahidk_descriptions_name_companions_and_feature_lists(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    from benchmarks.contenders import vahidk_descriptions
+    from benchmarks.prepare import prepare
+    from benchmarks.workloads import BY_NAME, Skip, load
+
+    def described(name: str) -> tuple[dict[str, str], dict[str, str] | None]:
+        workload = BY_NAME[name]
+        cls = load(workload)
+        assert not isinstance(cls, Skip), cls
+        return vahidk_descriptions(prepare(workload, cls, 2, tmp_path, seed=0))
+
+    assert described("image") == ({"label": "int", "image": "byte", "image/shape": "int"}, None)
+    assert described("sequence") == ({"length": "int"}, {"tokens": "int", "labels": "int"})
+
+
+def test_tf_pipeline_decodes_raw_images_to_their_arrays(
+    tf: Any, bench: ModuleType, tmp_path: Path
+) -> None:
+    from benchmarks.contenders import TF_PIPELINE, Environment, contenders
+    from benchmarks.prepare import prepare
+    from benchmarks.workloads import BY_NAME, Skip, load
+
+    workload = BY_NAME["image"]
+    cls = load(workload)
+    assert not isinstance(cls, Skip), cls
+    prepared = prepare(workload, cls, 5, tmp_path, seed=1)
+    env = Environment(tf=tf, tf_missing="", vahidk_missing="not needed", scratch=tmp_path)
+    (pipeline,) = [c for c in contenders(prepared, env) if c.name == TF_PIPELINE]
+    assert pipeline.run is not None and pipeline.run().records == 5
+    batch = next(iter(tf.data.TFRecordDataset(str(prepared.path)).batch(5)))
+    images = cls.tf_parse(batch)["image"]
+    for image, values in zip(images, prepared.values, strict=True):
+        assert image.dtype == tf.uint8
+        assert np.array_equal(image.numpy(), values["image"])
