@@ -189,11 +189,6 @@ class RecordIR:
             parts.extend((key, f, i) for i, key in enumerate(companions, start=1))
         return tuple(sorted(parts, key=lambda p: p[0].encode("utf-8")))
 
-    @property
-    def features_by_key(self) -> tuple[FeatureIR, ...]:
-        """Features in serialization order: by the UTF-8 bytes of their key (protobuf's deterministic map order)."""
-        return tuple(sorted(self.features, key=lambda f: f.key.encode("utf-8")))
-
 
 @dataclass(frozen=True, kw_only=True)
 class SchemaIR:

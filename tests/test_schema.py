@@ -91,7 +91,7 @@ def test_customer_schema_lowers_to_the_ir() -> None:
     ]
     assert [f.loc.line for f in record.features] == [7, 8, 9, 10, 11, 12]
     assert {f.loc.col for f in record.features} == {7}
-    assert [f.key for f in record.features_by_key] == [
+    assert [key for key, _, _ in record.wire_order(record.features)] == [
         "Movie Ratings",
         "Purchase Price",
         "age",
