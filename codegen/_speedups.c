@@ -12,8 +12,7 @@
  * memory is the stack of open unknown groups (4 bytes per start-group tag below 4 GiB) and
  * scan_batch's table of the requested keys.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_speedups.h"
 
 #include <stdarg.h>
 #include <stdint.h>

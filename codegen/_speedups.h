@@ -1,0 +1,15 @@
+/*
+ * The C sources of codegen._speedups: one extension module built from several files, each named
+ * for what it holds. _speedups.c holds the Example wire decoder and the module itself; every other
+ * source exports its functions as a NULL-terminated method table declared here, which the module
+ * adds at import.
+ */
+#ifndef TFR_GEN_SPEEDUPS_H
+#define TFR_GEN_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Method tables of the other sources (each ends with {NULL}), added by PyInit__speedups. */
+
+#endif
