@@ -2,14 +2,14 @@
 
 Project metadata lives in pyproject.toml; this file adds what setuptools cannot say there:
 
-* ``codegen._speedups`` (``codegen/_speedups*.c``, see ``codegen/_speedups.h``), an optional extension: a machine without a C
-  compiler still builds and installs the pure-Python package (the runtime then uses
-  ``codegen/runtime/wire.py`` alone).
+* ``codegen._speedups`` (``codegen/_speedups*.c``, see ``codegen/_speedups.h``), an optional
+  extension: a machine without a C compiler still builds and installs the pure-Python package
+  (the runtime then uses ``codegen/runtime/wire.py`` alone).
 * the top-level ``templates/`` copied into the wheel as ``codegen/templates/`` (an editable
   install reads them from ``templates/`` itself).
 
 Development: ``pip install -e .`` once, then ``python setup.py build_ext --inplace`` after each
-change to the C file.
+change to a C file.
 """
 
 from __future__ import annotations

@@ -1884,7 +1884,8 @@ PyInit__speedups(void)
         return NULL;
     }
     if (PyModule_AddIntConstant(module, "ABSENT", KIND_ABSENT) < 0
-        || PyModule_AddIntConstant(module, "SMALL_DECODE_BYTES", SMALL_DECODE_BYTES) < 0) {
+        || PyModule_AddIntConstant(module, "SMALL_DECODE_BYTES", SMALL_DECODE_BYTES) < 0
+        || tfr_add_plan_type(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -42,6 +42,7 @@ _Basics_CODECS = (
     _Basics_my_float,
     _Basics_my_bytes,
 )
+_Basics_DECODE = _rt.example_decoder("Basics", _Basics_CODECS)
 _Basics_SCHEMA = _rt.SchemaInfo(
     "basics", "Basics", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -94,14 +95,12 @@ class Basics:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Basics: " + str(exc)) from None
         self = object.__new__(cls)
-        self.my_ints = _Basics_my_ints.decode(features)
-        self.my_float = _Basics_my_float.decode(features)
-        self.my_bytes = _Basics_my_bytes.decode(features)
+        (
+            self.my_ints,
+            self.my_float,
+            self.my_bytes,
+        ) = _Basics_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

@@ -54,6 +54,7 @@ _Customer_CODECS = (
     _Customer_suggestion_purchased,
     _Customer_purchase_price,
 )
+_Customer_DECODE = _rt.example_decoder("Customer", _Customer_CODECS)
 _Customer_SCHEMA = _rt.SchemaInfo(
     "customer", "Customer", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -132,17 +133,15 @@ class Customer:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Customer: " + str(exc)) from None
         self = object.__new__(cls)
-        self.age = _Customer_age.decode(features)
-        self.movie = _Customer_movie.decode(features)
-        self.movie_ratings = _Customer_movie_ratings.decode(features)
-        self.suggestion = _Customer_suggestion.decode(features)
-        self.suggestion_purchased = _Customer_suggestion_purchased.decode(features)
-        self.purchase_price = _Customer_purchase_price.decode(features)
+        (
+            self.age,
+            self.movie,
+            self.movie_ratings,
+            self.suggestion,
+            self.suggestion_purchased,
+            self.purchase_price,
+        ) = _Customer_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

@@ -40,6 +40,7 @@ _Embedding_CODECS = (
     _Embedding_label,
     _Embedding_embedding,
 )
+_Embedding_DECODE = _rt.example_decoder("Embedding", _Embedding_CODECS)
 _Embedding_SCHEMA = _rt.SchemaInfo(
     "embedding", "Embedding", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -86,13 +87,11 @@ class Embedding:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Embedding: " + str(exc)) from None
         self = object.__new__(cls)
-        self.label = _Embedding_label.decode(features)
-        self.embedding = _Embedding_embedding.decode(features)
+        (
+            self.label,
+            self.embedding,
+        ) = _Embedding_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

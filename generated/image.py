@@ -40,6 +40,7 @@ _Image_CODECS = (
     _Image_image,
     _Image_shape,
 )
+_Image_DECODE = _rt.example_decoder("Image", _Image_CODECS)
 _Image_SCHEMA = _rt.SchemaInfo(
     "image", "Image", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -94,14 +95,12 @@ class Image:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Image: " + str(exc)) from None
         self = object.__new__(cls)
-        self.label = _Image_label.decode(features)
-        self.image = _Image_image.decode(features)
-        self.shape = _Image_shape.decode(features)
+        (
+            self.label,
+            self.image,
+            self.shape,
+        ) = _Image_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

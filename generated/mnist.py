@@ -40,6 +40,7 @@ _Digit_CODECS = (
     _Digit_label,
     _Digit_image,
 )
+_Digit_DECODE = _rt.example_decoder("Digit", _Digit_CODECS)
 _Digit_SCHEMA = _rt.SchemaInfo(
     "mnist", "Digit", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -85,13 +86,11 @@ class Digit:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Digit: " + str(exc)) from None
         self = object.__new__(cls)
-        self.label = _Digit_label.decode(features)
-        self.image = _Digit_image.decode(features)
+        (
+            self.label,
+            self.image,
+        ) = _Digit_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

@@ -48,6 +48,7 @@ _Photo_CODECS = (
     _Photo_boxes,
     _Photo_polygons,
 )
+_Photo_DECODE = _rt.example_decoder("Photo", _Photo_CODECS)
 _Photo_SCHEMA = _rt.SchemaInfo(
     "photo", "Photo", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -111,15 +112,13 @@ class Photo:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Photo: " + str(exc)) from None
         self = object.__new__(cls)
-        self.label = _Photo_label.decode(features)
-        self.image = _Photo_image.decode(features)
-        self.boxes = _Photo_boxes.decode(features)
-        self.polygons = _Photo_polygons.decode(features)
+        (
+            self.label,
+            self.image,
+            self.boxes,
+            self.polygons,
+        ) = _Photo_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

@@ -40,6 +40,7 @@ _RawImage_CODECS = (
     _RawImage_label,
     _RawImage_image,
 )
+_RawImage_DECODE = _rt.example_decoder("RawImage", _RawImage_CODECS)
 _RawImage_SCHEMA = _rt.SchemaInfo(
     "raw_image", "RawImage", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -85,13 +86,11 @@ class RawImage:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.Example`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            features = _rt.parse_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("RawImage: " + str(exc)) from None
         self = object.__new__(cls)
-        self.label = _RawImage_label.decode(features)
-        self.image = _RawImage_image.decode(features)
+        (
+            self.label,
+            self.image,
+        ) = _RawImage_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.ExampleMessage:

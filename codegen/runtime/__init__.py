@@ -50,6 +50,7 @@ from codegen.runtime.features import (
 )
 from codegen.runtime.indexed import IndexedReader, IndexedRecords
 from codegen.runtime.loader import Dataset, DatasetOptions, Files, record_dataset
+from codegen.runtime.plan import ExampleDecoder, example_decoder
 from codegen.runtime.records import (
     CompressionArg,
     ExampleMessage,
@@ -118,6 +119,7 @@ __all__ = [
     "OnError",
     "CompressionArg",
     "DType",
+    "ExampleDecoder",
     "ExampleMessage",
     "FeatureInfo",
     "FeatureSpec",
@@ -142,6 +144,7 @@ __all__ = [
     "Wire",
     "arrays_equal",
     "example",
+    "example_decoder",
     "message_bytes",
     "parse_example",
     "parse_sequence_example",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -61,6 +61,17 @@ class Speedups(Protocol):
     def encode_int64_packed(self, values: object, /) -> bytes:
         """The packed varints of ``values``, a C-contiguous buffer of native int64 (an ndarray or
         a memoryview, any shape), like ``varint.encode_packed_int64``."""
+        ...
+
+    def ExamplePlan(  # noqa: N802  (a class of the extension)
+        self,
+        keys: tuple[bytes, ...],
+        ops: tuple[tuple[object, ...], ...],
+        empty: Callable[..., object],
+        fallback: Callable[[bytes], tuple[Any, ...]],
+        /,
+    ) -> Callable[[bytes], tuple[Any, ...]]:
+        """A callable decoding Example bytes to attribute values (see ``codegen.runtime.plan``)."""
         ...
 
     def scan_batch(

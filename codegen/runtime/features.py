@@ -599,6 +599,14 @@ class Codec(abc.ABC, Generic[T]):
             companions=self.companion_keys,
         )
 
+    @property
+    def default(self) -> T | None:
+        """The value an absent required feature decodes to (``None``: it has no default).
+
+        Shared, not copied: do not mutate it.
+        """
+        return self._default
+
     def _check_config(self, default: object) -> None:
         """Raise :class:`TfrGenError` unless dtype, shape, default and optional fit the class."""
         where, dtype, shape = self._where, self.dtype, self.shape

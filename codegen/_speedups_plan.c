@@ -1,0 +1,847 @@
+/*
+ * ExamplePlan: one call that turns a serialized tf.train.Example into the values of a record.
+ *
+ * A plan is built once per record class from its codecs (codegen/runtime/plan.py): the keys it
+ * reads and, per attribute, what to make of its feature (an int, a float, a str, a numpy array of
+ * a dtype and shape, ...). Calling the plan with Example bytes returns the tuple of attribute
+ * values when the Example is in the canonical form protobuf and TensorFlow write and every value
+ * fits the plan; for anything else (a non-canonical encoding, a repeated key, a value out of
+ * range, a wrong count, a missing feature that has no simple answer, any error) it returns what
+ * the plan's ``fallback`` returns for the same bytes. The fallback is the pure-Python decoder, so
+ * errors, their messages and every rare case stay exactly those of the reference path.
+ *
+ * Numeric arrays come from the plan's ``empty`` (numpy.empty) and are filled in place through the
+ * buffer protocol, so the extension needs no numpy headers. Work is linear in the input and no
+ * allocation is sized by a length before that length has been checked against the input.
+ */
+#include "_speedups.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    OP_INT = 1,        /* an int of an integer dtype (range lo..hi) */
+    OP_BOOL = 2,       /* a bool (0 or 1) */
+    OP_FLOAT = 3,      /* a float (one float32) */
+    OP_TEXT = 4,       /* a str (one UTF-8 value) */
+    OP_BYTES = 5,      /* a bytes (one value) */
+    OP_INT_ARRAY = 6,  /* an ndarray of an integer or bool dtype, from an Int64List */
+    OP_FLOAT_ARRAY = 7,/* an ndarray of float32, from a FloatList */
+    OP_TEXT_LIST = 8,  /* a list of str */
+    OP_BYTES_LIST = 9, /* a list of bytes */
+    OP_RAW = 10,       /* an ndarray from the one bytes value (little-endian), shape fixed or stored */
+};
+
+enum { LIST_BYTES = 1, LIST_FLOAT = 2, LIST_INT64 = 3 };
+
+#define MAX_RANK 32
+
+typedef struct {
+    int op;
+    Py_ssize_t slot;      /* the key slot of the feature */
+    Py_ssize_t companion; /* the key slot of the stored shape (OP_RAW), or -1 */
+    int optional;
+    PyObject *fallback_default; /* an immutable default for an absent feature, or NULL */
+    long long lo, hi;           /* integer range */
+    int code;                   /* element: 'q' 'i' 'h' 'b' 'Q' 'I' 'H' 'B' '?' 'f' ... */
+    Py_ssize_t itemsize;
+    Py_ssize_t count;  /* values of a fixed shape, or -1 (a leading None) */
+    Py_ssize_t inner;  /* values per row of the inner dimensions (>= 1) */
+    PyObject *shape;   /* arrays: the fixed shape, or the inner dims; raw: declared dims (-1: any) */
+    PyObject *dtype;   /* the numpy dtype of arrays */
+    Py_ssize_t rank;   /* OP_RAW: the declared rank */
+    Py_ssize_t dims[MAX_RANK]; /* OP_RAW: the declared dims, -1 for None */
+} Op;
+
+typedef struct {
+    const uint8_t *key;
+    Py_ssize_t key_size;
+} Slot;
+
+typedef struct {
+    int kind; /* 0: not seen */
+    const uint8_t *body;
+    Py_ssize_t size;
+} Found;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nslots;
+    Slot *slots;
+    PyObject *keys; /* tuple of bytes: owns the key memory */
+    Py_ssize_t nops;
+    Op *ops;
+    PyObject *empty;
+    PyObject *fallback;
+    vectorcallfunc vectorcall;
+} Plan;
+
+/* --- canonical wire reading ----------------------------------------------------------------- */
+
+/* A length varint (at most 5 bytes, < 2**31) at *pos; -1 when there is none. */
+static inline Py_ssize_t
+read_length(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t end)
+{
+    uint64_t value = 0;
+    for (int shift = 0; shift < 35 && *pos < end; shift += 7) {
+        uint8_t byte = d[(*pos)++];
+        value |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            return value > (uint64_t)(end - *pos) ? -1 : (Py_ssize_t)value;
+        }
+    }
+    return -1;
+}
+
+/* The one length-delimited field 1 (tag 0x0A) that spans body[0:size]: its start and size in
+ * ``start``/``inner``; 1 when the body is empty; 0 when it has any other form. */
+static inline int
+single_field(const uint8_t *body, Py_ssize_t size, Py_ssize_t *start, Py_ssize_t *inner)
+{
+    if (size == 0) {
+        *start = 0;
+        *inner = 0;
+        return 1;
+    }
+    if (body[0] != 0x0A) {
+        return 0;
+    }
+    Py_ssize_t pos = 1;
+    Py_ssize_t length = read_length(body, &pos, size);
+    if (length < 0 || pos + length != size) {
+        return 0;
+    }
+    *start = pos;
+    *inner = length;
+    return 1;
+}
+
+/* The number of packed varints in d[0:size], or -1 when the last one is unfinished. */
+static Py_ssize_t
+count_varints(const uint8_t *d, Py_ssize_t size)
+{
+    if (size == 0) {
+        return 0;
+    }
+    if (d[size - 1] & 0x80) {
+        return -1;
+    }
+    Py_ssize_t count = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word;
+        memcpy(&word, d + i, 8);
+        word = ~word & 0x8080808080808080u;
+        count += __builtin_popcountll(word);
+    }
+    for (; i < size; i++) {
+        count += d[i] < 0x80;
+    }
+    return count;
+}
+
+/* The next packed varint (low 64 bits) as int64; 0 when it is longer than 10 bytes. */
+static inline int
+next_varint(const uint8_t *d, Py_ssize_t *pos, int64_t *value)
+{
+    uint8_t byte = d[(*pos)++];
+    if (byte < 0x80) {
+        *value = byte;
+        return 1;
+    }
+    uint64_t result = byte & 0x7F;
+    for (int shift = 7; shift < 70; shift += 7) {
+        byte = d[(*pos)++];
+        result |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            *value = (int64_t)result;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Find the features the plan reads in the Example d[0:size]; 0 when it is not canonical or a
+ * key repeats. */
+static int
+find_features(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
+{
+    memset(found, 0, sizeof(Found) * (size_t)plan->nslots);
+    Py_ssize_t start, end;
+    if (!single_field(d, size, &start, &end)) {
+        return 0;
+    }
+    end += start;
+    Py_ssize_t pos = start;
+    while (pos < end) {
+        if (d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t entry = read_length(d, &pos, end);
+        if (entry < 0) {
+            return 0;
+        }
+        Py_ssize_t entry_end = pos + entry;
+        if (pos >= entry_end || d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t key_size = read_length(d, &pos, entry_end);
+        if (key_size < 0) {
+            return 0;
+        }
+        const uint8_t *key = d + pos;
+        pos += key_size;
+        if (pos >= entry_end || d[pos++] != 0x12) {
+            return 0;
+        }
+        Py_ssize_t feature = read_length(d, &pos, entry_end);
+        if (feature < 0 || pos + feature != entry_end) {
+            return 0;
+        }
+        /* The Feature: exactly one list, spanning it (a kindless feature is not for here). */
+        if (feature == 0) {
+            return 0;
+        }
+        uint8_t tag = d[pos++];
+        int kind = tag == 0x0A ? LIST_BYTES : tag == 0x12 ? LIST_FLOAT : tag == 0x1A ? LIST_INT64 : 0;
+        Py_ssize_t body = read_length(d, &pos, entry_end);
+        if (kind == 0 || body < 0 || pos + body != entry_end) {
+            return 0;
+        }
+        Py_ssize_t i = 0;
+        for (; i < plan->nslots; i++) {
+            Slot *slot = &plan->slots[i];
+            if (slot->key_size == key_size && memcmp(slot->key, key, (size_t)key_size) == 0) {
+                break;
+            }
+        }
+        if (i < plan->nslots) {
+            if (found[i].kind) {
+                return 0;
+            }
+            found[i].kind = kind;
+            found[i].body = d + pos;
+            found[i].size = body;
+        }
+        else {
+            /* Another feature: its key must be plain ASCII (UTF-8 checks are the fallback's). */
+            for (Py_ssize_t k = 0; k < key_size; k++) {
+                if (key[k] & 0x80) {
+                    return 0;
+                }
+            }
+        }
+        pos = entry_end;
+    }
+    return 1;
+}
+
+/* --- values --------------------------------------------------------------------------------- */
+
+/* A new array of ``shape`` and the op's dtype, and its writable buffer. */
+static PyObject *
+new_array(Plan *plan, Op *op, PyObject *shape, Py_buffer *view)
+{
+    PyObject *args[2] = {shape, op->dtype};
+    PyObject *array = PyObject_Vectorcall(plan->empty, args, 2, NULL);
+    if (array == NULL) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(array, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+/* The shape of ``rows`` rows of the inner dims. */
+static PyObject *
+rows_shape(Op *op, Py_ssize_t rows)
+{
+    Py_ssize_t rank = PyTuple_GET_SIZE(op->shape);
+    PyObject *shape = PyTuple_New(rank + 1);
+    if (shape == NULL) {
+        return NULL;
+    }
+    PyObject *first = PyLong_FromSsize_t(rows);
+    if (first == NULL) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(shape, 0, first);
+    for (Py_ssize_t i = 0; i < rank; i++) {
+        PyObject *dim = PyTuple_GET_ITEM(op->shape, i);
+        Py_INCREF(dim);
+        PyTuple_SET_ITEM(shape, i + 1, dim);
+    }
+    return shape;
+}
+
+/* The array shape for ``count`` values (a new reference), or NULL without an error when the count
+ * does not fit. */
+static PyObject *
+array_shape(Op *op, Py_ssize_t count)
+{
+    if (op->count >= 0) {
+        if (count != op->count) {
+            return NULL;
+        }
+        Py_INCREF(op->shape);
+        return op->shape;
+    }
+    if (count % op->inner) {
+        return NULL;
+    }
+    return rows_shape(op, count / op->inner);
+}
+
+/* Store ``value`` as element ``i`` of an array of the op's integer code. */
+static inline void
+store_int(int code, void *out, Py_ssize_t i, int64_t value)
+{
+    switch (code) {
+    case 'q': ((int64_t *)out)[i] = value; break;
+    case 'i': ((int32_t *)out)[i] = (int32_t)value; break;
+    case 'h': ((int16_t *)out)[i] = (int16_t)value; break;
+    case 'b': ((int8_t *)out)[i] = (int8_t)value; break;
+    case 'I': ((uint32_t *)out)[i] = (uint32_t)value; break;
+    case 'H': ((uint16_t *)out)[i] = (uint16_t)value; break;
+    default: ((uint8_t *)out)[i] = (uint8_t)value; break; /* 'B' and '?' */
+    }
+}
+
+static PyObject *
+int_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t start, length;
+    if (!single_field(body, size, &start, &length)) {
+        *pass = 1;
+        return NULL;
+    }
+    const uint8_t *d = body + start;
+    Py_ssize_t count = count_varints(d, length);
+    PyObject *shape = count < 0 ? NULL : array_shape(op, count);
+    if (shape == NULL) {
+        *pass = !PyErr_Occurred();
+        return NULL;
+    }
+    Py_buffer view;
+    PyObject *array = new_array(plan, op, shape, &view);
+    Py_DECREF(shape);
+    if (array == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    int ok = 1;
+    if (op->code == 'q') {
+        int64_t *out = view.buf;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (d[pos] < 0x80) {
+                out[i] = d[pos++];
+            }
+            else if (!next_varint(d, &pos, &out[i])) {
+                ok = 0;
+                break;
+            }
+        }
+    }
+    else {
+        long long lo = op->lo, hi = op->hi;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int64_t value;
+            if (!next_varint(d, &pos, &value) || value < lo || value > hi) {
+                ok = 0;
+                break;
+            }
+            store_int(op->code, view.buf, i, value);
+        }
+    }
+    PyBuffer_Release(&view);
+    if (!ok) {
+        Py_DECREF(array);
+        *pass = 1;
+        return NULL;
+    }
+    return array;
+}
+
+static PyObject *
+float_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t start, length;
+    if (!single_field(body, size, &start, &length) || length % 4) {
+        *pass = 1;
+        return NULL;
+    }
+    PyObject *shape = array_shape(op, length / 4);
+    if (shape == NULL) {
+        *pass = !PyErr_Occurred();
+        return NULL;
+    }
+    Py_buffer view;
+    PyObject *array = new_array(plan, op, shape, &view);
+    Py_DECREF(shape);
+    if (array == NULL) {
+        return NULL;
+    }
+    if (length) {
+        memcpy(view.buf, body + start, (size_t)length);
+    }
+    PyBuffer_Release(&view);
+    return array;
+}
+
+/* The number of values of the canonical BytesList body[0:size], or -1 for any other form. */
+static Py_ssize_t
+count_bytes_values(const uint8_t *body, Py_ssize_t size)
+{
+    Py_ssize_t pos = 0, count = 0;
+    while (pos < size) {
+        if (body[pos++] != 0x0A) {
+            return -1;
+        }
+        Py_ssize_t length = read_length(body, &pos, size);
+        if (length < 0) {
+            return -1;
+        }
+        pos += length;
+        count++;
+    }
+    return count;
+}
+
+/* The next value of a BytesList body already counted: its start and size. */
+static inline const uint8_t *
+next_bytes_value(const uint8_t *body, Py_ssize_t size, Py_ssize_t *pos, Py_ssize_t *length)
+{
+    (*pos)++;
+    *length = read_length(body, pos, size);
+    const uint8_t *value = body + *pos;
+    *pos += *length;
+    return value;
+}
+
+/* One str or bytes object; NULL with *pass set for invalid UTF-8. */
+static PyObject *
+string_value(int text, const uint8_t *value, Py_ssize_t length, int *pass)
+{
+    if (!text) {
+        return PyBytes_FromStringAndSize((const char *)value, length);
+    }
+    PyObject *result = PyUnicode_DecodeUTF8((const char *)value, length, NULL);
+    if (result == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        *pass = 1;
+    }
+    return result;
+}
+
+static PyObject *
+string_list(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t count = count_bytes_values(body, size);
+    if (count < 0 || (op->count >= 0 && count != op->count)) {
+        *pass = 1;
+        return NULL;
+    }
+    PyObject *list = PyList_New(count);
+    if (list == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t length;
+        const uint8_t *value = next_bytes_value(body, size, &pos, &length);
+        PyObject *item = string_value(op->op == OP_TEXT_LIST, value, length, pass);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *
+scalar(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t start, length;
+    if (op->op == OP_TEXT || op->op == OP_BYTES) {
+        if (count_bytes_values(body, size) != 1) {
+            *pass = 1;
+            return NULL;
+        }
+        Py_ssize_t pos = 0;
+        const uint8_t *value = next_bytes_value(body, size, &pos, &length);
+        return string_value(op->op == OP_TEXT, value, length, pass);
+    }
+    if (!single_field(body, size, &start, &length)) {
+        *pass = 1;
+        return NULL;
+    }
+    const uint8_t *d = body + start;
+    if (op->op == OP_FLOAT) {
+        if (length != 4) {
+            *pass = 1;
+            return NULL;
+        }
+        float value;
+        memcpy(&value, d, 4);
+        return PyFloat_FromDouble((double)value);
+    }
+    Py_ssize_t pos = 0;
+    int64_t value;
+    if (length == 0 || !next_varint(d, &pos, &value) || pos != length || value < op->lo
+        || value > op->hi) {
+        *pass = 1;
+        return NULL;
+    }
+    if (op->op == OP_BOOL) {
+        return PyBool_FromLong((long)value);
+    }
+    return PyLong_FromLongLong(value);
+}
+
+static PyObject *
+raw_array(Plan *plan, Op *op, Found *found, int *pass)
+{
+    Found *item = &found[op->slot];
+    if (count_bytes_values(item->body, item->size) != 1) {
+        *pass = 1;
+        return NULL;
+    }
+    Py_ssize_t pos = 0, length;
+    const uint8_t *value = next_bytes_value(item->body, item->size, &pos, &length);
+    PyObject *shape;
+    Py_ssize_t count = 1;
+    if (op->companion < 0) {
+        count = op->count;
+        Py_INCREF(op->shape);
+        shape = op->shape;
+    }
+    else {
+        Found *stored = &found[op->companion];
+        Py_ssize_t start, size;
+        if (stored->kind != LIST_INT64
+            || !single_field(stored->body, stored->size, &start, &size)
+            || count_varints(stored->body + start, size) != op->rank) {
+            *pass = 1;
+            return NULL;
+        }
+        const uint8_t *d = stored->body + start;
+        Py_ssize_t at = 0;
+        shape = PyTuple_New(op->rank);
+        if (shape == NULL) {
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < op->rank; i++) {
+            int64_t dim;
+            if (!next_varint(d, &at, &dim) || dim < 0 || (op->dims[i] >= 0 && dim != op->dims[i])
+                || (dim > 0 && count > PY_SSIZE_T_MAX / dim)) {
+                Py_DECREF(shape);
+                *pass = 1;
+                return NULL;
+            }
+            count *= (Py_ssize_t)dim;
+            PyObject *number = PyLong_FromLongLong(dim);
+            if (number == NULL) {
+                Py_DECREF(shape);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(shape, i, number);
+        }
+    }
+    if (count > length / op->itemsize || count * op->itemsize != length) {
+        Py_DECREF(shape);
+        *pass = 1;
+        return NULL;
+    }
+    if (op->code == '?') {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            if (value[i] > 1) {
+                Py_DECREF(shape);
+                *pass = 1;
+                return NULL;
+            }
+        }
+    }
+    Py_buffer view;
+    PyObject *array = new_array(plan, op, shape, &view);
+    Py_DECREF(shape);
+    if (array == NULL) {
+        return NULL;
+    }
+    if (length) {
+        memcpy(view.buf, value, (size_t)length);
+    }
+    PyBuffer_Release(&view);
+    return array;
+}
+
+/* The value of one op, or NULL: with an error set, or with *pass set (the fallback decodes). */
+static PyObject *
+op_value(Plan *plan, Op *op, Found *found, int *pass)
+{
+    Found *item = &found[op->slot];
+    if (!item->kind) {
+        if (op->op == OP_RAW && op->companion >= 0 && found[op->companion].kind) {
+            *pass = 1; /* a stored shape without its feature */
+            return NULL;
+        }
+        if (op->optional) {
+            Py_RETURN_NONE;
+        }
+        if (op->fallback_default != NULL) {
+            Py_INCREF(op->fallback_default);
+            return op->fallback_default;
+        }
+        if (op->count < 0) { /* no rows of a leading None */
+            if (op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY) {
+                PyObject *shape = rows_shape(op, 0);
+                if (shape == NULL) {
+                    return NULL;
+                }
+                Py_buffer view;
+                PyObject *array = new_array(plan, op, shape, &view);
+                Py_DECREF(shape);
+                if (array != NULL) {
+                    PyBuffer_Release(&view);
+                }
+                return array;
+            }
+            if (op->op == OP_TEXT_LIST || op->op == OP_BYTES_LIST) {
+                return PyList_New(0);
+            }
+        }
+        *pass = 1;
+        return NULL;
+    }
+    int want;
+    switch (op->op) {
+    case OP_FLOAT:
+    case OP_FLOAT_ARRAY: want = LIST_FLOAT; break;
+    case OP_INT:
+    case OP_BOOL:
+    case OP_INT_ARRAY: want = LIST_INT64; break;
+    default: want = LIST_BYTES; break;
+    }
+    if (item->kind != want) {
+        *pass = 1;
+        return NULL;
+    }
+    switch (op->op) {
+    case OP_INT_ARRAY: return int_array(plan, op, item->body, item->size, pass);
+    case OP_FLOAT_ARRAY: return float_array(plan, op, item->body, item->size, pass);
+    case OP_TEXT_LIST:
+    case OP_BYTES_LIST: return string_list(op, item->body, item->size, pass);
+    case OP_RAW: return raw_array(plan, op, found, pass);
+    default: return scalar(op, item->body, item->size, pass);
+    }
+}
+
+/* The values of the Example in ``data``, or NULL: with an error set, or without (the fallback
+ * decodes it). */
+static PyObject *
+plan_values(Plan *plan, const uint8_t *d, Py_ssize_t size)
+{
+    Found stack[16];
+    Found *found = stack;
+    if (plan->nslots > 16) {
+        found = PyMem_Malloc(sizeof(Found) * (size_t)plan->nslots);
+        if (found == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    PyObject *values = NULL;
+    if (find_features(plan, d, size, found)) {
+        values = PyTuple_New(plan->nops);
+        for (Py_ssize_t i = 0; values != NULL && i < plan->nops; i++) {
+            int pass = 0;
+            PyObject *value = op_value(plan, &plan->ops[i], found, &pass);
+            if (value == NULL) {
+                Py_CLEAR(values);
+                break;
+            }
+            PyTuple_SET_ITEM(values, i, value);
+        }
+    }
+    if (found != stack) {
+        PyMem_Free(found);
+    }
+    return values;
+}
+
+static PyObject *
+plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Plan *plan = (Plan *)self;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "ExamplePlan takes one positional argument: the bytes");
+        return NULL;
+    }
+    PyObject *data = args[0];
+    PyObject *values;
+    if (PyBytes_CheckExact(data)) {
+        values = plan_values(plan, (const uint8_t *)PyBytes_AS_STRING(data),
+                             PyBytes_GET_SIZE(data));
+    }
+    else {
+        Py_buffer view;
+        if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear(); /* not a buffer: the fallback names the problem */
+            values = NULL;
+        }
+        else {
+            values = plan_values(plan, view.buf, view.len);
+            PyBuffer_Release(&view);
+        }
+    }
+    if (values != NULL || PyErr_Occurred()) {
+        return values;
+    }
+    return PyObject_Vectorcall(plan->fallback, args, 1, NULL);
+}
+
+/* --- construction ---------------------------------------------------------------------------- */
+
+static void
+plan_dealloc(Plan *plan)
+{
+    PyObject_GC_UnTrack(plan);
+    for (Py_ssize_t i = 0; plan->ops != NULL && i < plan->nops; i++) {
+        Py_XDECREF(plan->ops[i].fallback_default);
+        Py_XDECREF(plan->ops[i].shape);
+        Py_XDECREF(plan->ops[i].dtype);
+    }
+    PyMem_Free(plan->ops);
+    PyMem_Free(plan->slots);
+    Py_XDECREF(plan->keys);
+    Py_XDECREF(plan->empty);
+    Py_XDECREF(plan->fallback);
+    PyObject_GC_Del(plan);
+}
+
+static int
+plan_traverse(Plan *plan, visitproc visit, void *arg)
+{
+    Py_VISIT(plan->empty);
+    Py_VISIT(plan->fallback);
+    for (Py_ssize_t i = 0; plan->ops != NULL && i < plan->nops; i++) {
+        Py_VISIT(plan->ops[i].fallback_default);
+        Py_VISIT(plan->ops[i].dtype);
+    }
+    return 0;
+}
+
+static int
+read_op(PyObject *spec, Op *op, Py_ssize_t nslots)
+{
+    PyObject *dflt, *shape, *dtype;
+    int has_default;
+    if (!PyTuple_Check(spec)
+        || !PyArg_ParseTuple(spec, "innppOLLinnOO;an ExamplePlan op", &op->op, &op->slot,
+                             &op->companion, &op->optional, &has_default, &dflt, &op->lo, &op->hi,
+                             &op->code, &op->itemsize, &op->count, &shape, &dtype)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "an ExamplePlan op is a tuple");
+        }
+        return -1;
+    }
+    if (op->op < OP_INT || op->op > OP_RAW || op->slot < 0 || op->slot >= nslots
+        || op->companion >= nslots || op->itemsize < 1 || !PyTuple_Check(shape)
+        || PyTuple_GET_SIZE(shape) > MAX_RANK) {
+        PyErr_SetString(PyExc_ValueError, "an ExamplePlan op is out of range");
+        return -1;
+    }
+    op->inner = 1;
+    op->rank = PyTuple_GET_SIZE(shape);
+    for (Py_ssize_t i = 0; i < op->rank; i++) {
+        Py_ssize_t dim = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (dim == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        op->dims[i] = dim;
+        if (dim > 0) {
+            op->inner *= dim;
+        }
+    }
+    op->fallback_default = has_default ? Py_NewRef(dflt) : NULL;
+    op->shape = Py_NewRef(shape);
+    op->dtype = Py_NewRef(dtype);
+    return 0;
+}
+
+static PyObject *
+plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *keys, *ops, *empty, *fallback;
+    static char *names[] = {"keys", "ops", "empty", "fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO:ExamplePlan", names, &PyTuple_Type,
+                                     &keys, &PyTuple_Type, &ops, &empty, &fallback)) {
+        return NULL;
+    }
+    Plan *plan = PyObject_GC_New(Plan, type);
+    if (plan == NULL) {
+        return NULL;
+    }
+    plan->nslots = PyTuple_GET_SIZE(keys);
+    plan->nops = PyTuple_GET_SIZE(ops);
+    plan->keys = Py_NewRef(keys);
+    plan->empty = Py_NewRef(empty);
+    plan->fallback = Py_NewRef(fallback);
+    plan->vectorcall = plan_vectorcall;
+    plan->slots = PyMem_Calloc((size_t)plan->nslots + 1, sizeof(Slot));
+    plan->ops = PyMem_Calloc((size_t)plan->nops + 1, sizeof(Op));
+    PyObject_GC_Track(plan);
+    if (plan->slots == NULL || plan->ops == NULL) {
+        Py_DECREF(plan);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < plan->nslots; i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "ExamplePlan keys are bytes");
+            Py_DECREF(plan);
+            return NULL;
+        }
+        plan->slots[i].key = (const uint8_t *)PyBytes_AS_STRING(key);
+        plan->slots[i].key_size = PyBytes_GET_SIZE(key);
+    }
+    for (Py_ssize_t i = 0; i < plan->nops; i++) {
+        if (read_op(PyTuple_GET_ITEM(ops, i), &plan->ops[i], plan->nslots) < 0) {
+            plan->nops = i; /* only the ops read so far hold references */
+            Py_DECREF(plan);
+            return NULL;
+        }
+    }
+    return (PyObject *)plan;
+}
+
+PyDoc_STRVAR(plan_doc,
+"ExamplePlan(keys, ops, empty, fallback)\n\n"
+"A callable that decodes serialized tf.train.Example bytes into a tuple of attribute values\n"
+"(built by codegen.runtime.plan from a record's codecs). Examples in canonical form are decoded\n"
+"in C; every other input goes to fallback(data), whose result (or error) is the call's.");
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "codegen._speedups.ExamplePlan",
+    .tp_basicsize = sizeof(Plan),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Plan, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = plan_new,
+    .tp_dealloc = (destructor)plan_dealloc,
+    .tp_traverse = (traverseproc)plan_traverse,
+    .tp_doc = plan_doc,
+};
+
+int
+tfr_add_plan_type(PyObject *module)
+{
+    if (PyType_Ready(&PlanType) < 0) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "ExamplePlan", (PyObject *)&PlanType);
+}
