@@ -337,6 +337,18 @@ int_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
     if (op->code == 'q') {
         int64_t *out = view.buf;
         for (Py_ssize_t i = 0; i < count; i++) {
+            if (pos + 8 <= length && i + 8 <= count) {
+                uint64_t word;
+                memcpy(&word, d + pos, 8);
+                if (!(word & 0x8080808080808080u)) { /* eight one-byte values */
+                    for (int k = 0; k < 8; k++) {
+                        out[i + k] = d[pos + k];
+                    }
+                    pos += 8;
+                    i += 7;
+                    continue;
+                }
+            }
             if (d[pos] < 0x80) {
                 out[i] = d[pos++];
             }
