@@ -27,9 +27,13 @@ UNIX_FLAGS = ["-O2", "-Wall"]
 
 
 class BuildExt(build_ext):  # type: ignore[misc]
-    """``build_ext`` that compiles with ``UNIX_FLAGS`` on gcc-like compilers."""
+    """``build_ext`` with numpy's headers, compiling with ``UNIX_FLAGS`` on gcc-like compilers."""
 
     def build_extensions(self) -> None:
+        import numpy  # a build requirement: the plan decoder makes arrays with numpy's C API
+
+        for extension in self.extensions:
+            extension.include_dirs = [*extension.include_dirs, numpy.get_include()]
         if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
             for extension in self.extensions:
                 extension.extra_compile_args = [*extension.extra_compile_args, *UNIX_FLAGS]

@@ -10,11 +10,14 @@
  * the plan's ``fallback`` returns for the same bytes. The fallback is the pure-Python decoder, so
  * errors, their messages and every rare case stay exactly those of the reference path.
  *
- * Numeric arrays come from the plan's ``empty`` (numpy.empty) and are filled in place through the
- * buffer protocol, so the extension needs no numpy headers. Work is linear in the input and no
- * allocation is sized by a length before that length has been checked against the input.
+ * Numeric arrays are made with numpy's C API and filled in place. Work is linear in the input and
+ * no allocation is sized by a length before that length has been checked against the input.
  */
 #include "_speedups.h"
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL tfr_speedups_plan_ARRAY_API
+#include <numpy/arrayobject.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,10 +51,11 @@ typedef struct {
     Py_ssize_t itemsize;
     Py_ssize_t count;  /* values of a fixed shape, or -1 (a leading None) */
     Py_ssize_t inner;  /* values per row of the inner dimensions (>= 1) */
-    PyObject *shape;   /* arrays: the fixed shape, or the inner dims; raw: declared dims (-1: any) */
     PyObject *dtype;   /* the numpy dtype of arrays */
-    Py_ssize_t rank;   /* OP_RAW: the declared rank */
-    Py_ssize_t dims[MAX_RANK]; /* OP_RAW: the declared dims, -1 for None */
+    int rank;          /* the number of dims below */
+    /* From dims[1] on (dims[0] is unused): arrays: the fixed shape, or the dims after a leading
+     * None; raw: the declared dims, -1 for None. */
+    npy_intp dims[MAX_RANK + 1];
 } Op;
 
 typedef struct {
@@ -72,7 +76,6 @@ typedef struct {
     PyObject *keys; /* tuple of bytes: owns the key memory */
     Py_ssize_t nops;
     Op *ops;
-    PyObject *empty;
     PyObject *fallback;
     vectorcallfunc vectorcall;
 } Plan;
@@ -239,61 +242,29 @@ find_features(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
 
 /* --- values --------------------------------------------------------------------------------- */
 
-/* A new array of ``shape`` and the op's dtype, and its writable buffer. */
-static PyObject *
-new_array(Plan *plan, Op *op, PyObject *shape, Py_buffer *view)
+/* A new C-order array of the op's dtype with the ``ndim`` dims at ``dims``. */
+static inline PyObject *
+new_array(Op *op, int ndim, npy_intp *dims)
 {
-    PyObject *args[2] = {shape, op->dtype};
-    PyObject *array = PyObject_Vectorcall(plan->empty, args, 2, NULL);
-    if (array == NULL) {
-        return NULL;
-    }
-    if (PyObject_GetBuffer(array, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        Py_DECREF(array);
-        return NULL;
-    }
-    return array;
+    Py_INCREF(op->dtype);
+    return PyArray_Empty(ndim, dims, (PyArray_Descr *)op->dtype, 0);
 }
 
-/* The shape of ``rows`` rows of the inner dims. */
+/* A new array for ``count`` values: the fixed shape, or rows of the inner dims; NULL without an
+ * error when the count does not fit. */
 static PyObject *
-rows_shape(Op *op, Py_ssize_t rows)
-{
-    Py_ssize_t rank = PyTuple_GET_SIZE(op->shape);
-    PyObject *shape = PyTuple_New(rank + 1);
-    if (shape == NULL) {
-        return NULL;
-    }
-    PyObject *first = PyLong_FromSsize_t(rows);
-    if (first == NULL) {
-        Py_DECREF(shape);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(shape, 0, first);
-    for (Py_ssize_t i = 0; i < rank; i++) {
-        PyObject *dim = PyTuple_GET_ITEM(op->shape, i);
-        Py_INCREF(dim);
-        PyTuple_SET_ITEM(shape, i + 1, dim);
-    }
-    return shape;
-}
-
-/* The array shape for ``count`` values (a new reference), or NULL without an error when the count
- * does not fit. */
-static PyObject *
-array_shape(Op *op, Py_ssize_t count)
+array_for(Op *op, Py_ssize_t count)
 {
     if (op->count >= 0) {
-        if (count != op->count) {
-            return NULL;
-        }
-        Py_INCREF(op->shape);
-        return op->shape;
+        return count == op->count ? new_array(op, op->rank, op->dims + 1) : NULL;
     }
     if (count % op->inner) {
         return NULL;
     }
-    return rows_shape(op, count / op->inner);
+    npy_intp dims[MAX_RANK + 1];
+    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    dims[0] = count / op->inner;
+    return new_array(op, op->rank + 1, dims);
 }
 
 /* Store ``value`` as element ``i`` of an array of the op's integer code. */
@@ -312,7 +283,7 @@ store_int(int code, void *out, Py_ssize_t i, int64_t value)
 }
 
 static PyObject *
-int_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+int_array(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
 {
     Py_ssize_t start, length;
     if (!single_field(body, size, &start, &length)) {
@@ -321,21 +292,16 @@ int_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
     }
     const uint8_t *d = body + start;
     Py_ssize_t count = count_varints(d, length);
-    PyObject *shape = count < 0 ? NULL : array_shape(op, count);
-    if (shape == NULL) {
+    PyObject *array = count < 0 ? NULL : array_for(op, count);
+    if (array == NULL) {
         *pass = !PyErr_Occurred();
         return NULL;
     }
-    Py_buffer view;
-    PyObject *array = new_array(plan, op, shape, &view);
-    Py_DECREF(shape);
-    if (array == NULL) {
-        return NULL;
-    }
+    void *buf = PyArray_DATA((PyArrayObject *)array);
     Py_ssize_t pos = 0;
     int ok = 1;
     if (op->code == 'q') {
-        int64_t *out = view.buf;
+        int64_t *out = buf;
         for (Py_ssize_t i = 0; i < count; i++) {
             if (pos + 8 <= length && i + 8 <= count) {
                 uint64_t word;
@@ -366,10 +332,9 @@ int_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
                 ok = 0;
                 break;
             }
-            store_int(op->code, view.buf, i, value);
+            store_int(op->code, buf, i, value);
         }
     }
-    PyBuffer_Release(&view);
     if (!ok) {
         Py_DECREF(array);
         *pass = 1;
@@ -379,28 +344,21 @@ int_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
 }
 
 static PyObject *
-float_array(Plan *plan, Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+float_array(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
 {
     Py_ssize_t start, length;
     if (!single_field(body, size, &start, &length) || length % 4) {
         *pass = 1;
         return NULL;
     }
-    PyObject *shape = array_shape(op, length / 4);
-    if (shape == NULL) {
+    PyObject *array = array_for(op, length / 4);
+    if (array == NULL) {
         *pass = !PyErr_Occurred();
         return NULL;
     }
-    Py_buffer view;
-    PyObject *array = new_array(plan, op, shape, &view);
-    Py_DECREF(shape);
-    if (array == NULL) {
-        return NULL;
-    }
     if (length) {
-        memcpy(view.buf, body + start, (size_t)length);
+        memcpy(PyArray_DATA((PyArrayObject *)array), body + start, (size_t)length);
     }
-    PyBuffer_Release(&view);
     return array;
 }
 
@@ -516,7 +474,7 @@ scalar(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
 }
 
 static PyObject *
-raw_array(Plan *plan, Op *op, Found *found, int *pass)
+raw_array(Op *op, Found *found, int *pass)
 {
     Found *item = &found[op->slot];
     if (count_bytes_values(item->body, item->size) != 1) {
@@ -525,12 +483,11 @@ raw_array(Plan *plan, Op *op, Found *found, int *pass)
     }
     Py_ssize_t pos = 0, length;
     const uint8_t *value = next_bytes_value(item->body, item->size, &pos, &length);
-    PyObject *shape;
+    npy_intp dims[MAX_RANK];
     Py_ssize_t count = 1;
     if (op->companion < 0) {
         count = op->count;
-        Py_INCREF(op->shape);
-        shape = op->shape;
+        memcpy(dims, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
     }
     else {
         Found *stored = &found[op->companion];
@@ -543,57 +500,40 @@ raw_array(Plan *plan, Op *op, Found *found, int *pass)
         }
         const uint8_t *d = stored->body + start;
         Py_ssize_t at = 0;
-        shape = PyTuple_New(op->rank);
-        if (shape == NULL) {
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < op->rank; i++) {
+        for (int i = 0; i < op->rank; i++) {
             int64_t dim;
-            if (!next_varint(d, &at, &dim) || dim < 0 || (op->dims[i] >= 0 && dim != op->dims[i])
+            npy_intp declared = op->dims[i + 1];
+            if (!next_varint(d, &at, &dim) || dim < 0 || (declared >= 0 && dim != declared)
                 || (dim > 0 && count > PY_SSIZE_T_MAX / dim)) {
-                Py_DECREF(shape);
                 *pass = 1;
                 return NULL;
             }
             count *= (Py_ssize_t)dim;
-            PyObject *number = PyLong_FromLongLong(dim);
-            if (number == NULL) {
-                Py_DECREF(shape);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(shape, i, number);
+            dims[i] = (npy_intp)dim;
         }
     }
     if (count > length / op->itemsize || count * op->itemsize != length) {
-        Py_DECREF(shape);
         *pass = 1;
         return NULL;
     }
     if (op->code == '?') {
         for (Py_ssize_t i = 0; i < length; i++) {
             if (value[i] > 1) {
-                Py_DECREF(shape);
                 *pass = 1;
                 return NULL;
             }
         }
     }
-    Py_buffer view;
-    PyObject *array = new_array(plan, op, shape, &view);
-    Py_DECREF(shape);
-    if (array == NULL) {
-        return NULL;
+    PyObject *array = new_array(op, op->rank, dims);
+    if (array != NULL && length) {
+        memcpy(PyArray_DATA((PyArrayObject *)array), value, (size_t)length);
     }
-    if (length) {
-        memcpy(view.buf, value, (size_t)length);
-    }
-    PyBuffer_Release(&view);
     return array;
 }
 
 /* The value of one op, or NULL: with an error set, or with *pass set (the fallback decodes). */
 static PyObject *
-op_value(Plan *plan, Op *op, Found *found, int *pass)
+op_value(Op *op, Found *found, int *pass)
 {
     Found *item = &found[op->slot];
     if (!item->kind) {
@@ -610,17 +550,7 @@ op_value(Plan *plan, Op *op, Found *found, int *pass)
         }
         if (op->count < 0) { /* no rows of a leading None */
             if (op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY) {
-                PyObject *shape = rows_shape(op, 0);
-                if (shape == NULL) {
-                    return NULL;
-                }
-                Py_buffer view;
-                PyObject *array = new_array(plan, op, shape, &view);
-                Py_DECREF(shape);
-                if (array != NULL) {
-                    PyBuffer_Release(&view);
-                }
-                return array;
+                return array_for(op, 0);
             }
             if (op->op == OP_TEXT_LIST || op->op == OP_BYTES_LIST) {
                 return PyList_New(0);
@@ -643,11 +573,11 @@ op_value(Plan *plan, Op *op, Found *found, int *pass)
         return NULL;
     }
     switch (op->op) {
-    case OP_INT_ARRAY: return int_array(plan, op, item->body, item->size, pass);
-    case OP_FLOAT_ARRAY: return float_array(plan, op, item->body, item->size, pass);
+    case OP_INT_ARRAY: return int_array(op, item->body, item->size, pass);
+    case OP_FLOAT_ARRAY: return float_array(op, item->body, item->size, pass);
     case OP_TEXT_LIST:
     case OP_BYTES_LIST: return string_list(op, item->body, item->size, pass);
-    case OP_RAW: return raw_array(plan, op, found, pass);
+    case OP_RAW: return raw_array(op, found, pass);
     default: return scalar(op, item->body, item->size, pass);
     }
 }
@@ -670,7 +600,7 @@ plan_values(Plan *plan, const uint8_t *d, Py_ssize_t size)
         values = PyTuple_New(plan->nops);
         for (Py_ssize_t i = 0; values != NULL && i < plan->nops; i++) {
             int pass = 0;
-            PyObject *value = op_value(plan, &plan->ops[i], found, &pass);
+            PyObject *value = op_value(&plan->ops[i], found, &pass);
             if (value == NULL) {
                 Py_CLEAR(values);
                 break;
@@ -723,13 +653,11 @@ plan_dealloc(Plan *plan)
     PyObject_GC_UnTrack(plan);
     for (Py_ssize_t i = 0; plan->ops != NULL && i < plan->nops; i++) {
         Py_XDECREF(plan->ops[i].fallback_default);
-        Py_XDECREF(plan->ops[i].shape);
         Py_XDECREF(plan->ops[i].dtype);
     }
     PyMem_Free(plan->ops);
     PyMem_Free(plan->slots);
     Py_XDECREF(plan->keys);
-    Py_XDECREF(plan->empty);
     Py_XDECREF(plan->fallback);
     PyObject_GC_Del(plan);
 }
@@ -737,7 +665,6 @@ plan_dealloc(Plan *plan)
 static int
 plan_traverse(Plan *plan, visitproc visit, void *arg)
 {
-    Py_VISIT(plan->empty);
     Py_VISIT(plan->fallback);
     for (Py_ssize_t i = 0; plan->ops != NULL && i < plan->nops; i++) {
         Py_VISIT(plan->ops[i].fallback_default);
@@ -766,20 +693,24 @@ read_op(PyObject *spec, Op *op, Py_ssize_t nslots)
         PyErr_SetString(PyExc_ValueError, "an ExamplePlan op is out of range");
         return -1;
     }
+    int arrays = op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY || op->op == OP_RAW;
+    if (arrays && !PyArray_DescrCheck(dtype)) {
+        PyErr_SetString(PyExc_TypeError, "an ExamplePlan array op needs a numpy dtype");
+        return -1;
+    }
     op->inner = 1;
-    op->rank = PyTuple_GET_SIZE(shape);
-    for (Py_ssize_t i = 0; i < op->rank; i++) {
+    op->rank = (int)PyTuple_GET_SIZE(shape);
+    for (int i = 0; i < op->rank; i++) {
         Py_ssize_t dim = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
         if (dim == -1 && PyErr_Occurred()) {
             return -1;
         }
-        op->dims[i] = dim;
+        op->dims[i + 1] = dim;
         if (dim > 0) {
             op->inner *= dim;
         }
     }
     op->fallback_default = has_default ? Py_NewRef(dflt) : NULL;
-    op->shape = Py_NewRef(shape);
     op->dtype = Py_NewRef(dtype);
     return 0;
 }
@@ -787,10 +718,10 @@ read_op(PyObject *spec, Op *op, Py_ssize_t nslots)
 static PyObject *
 plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *keys, *ops, *empty, *fallback;
-    static char *names[] = {"keys", "ops", "empty", "fallback", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO:ExamplePlan", names, &PyTuple_Type,
-                                     &keys, &PyTuple_Type, &ops, &empty, &fallback)) {
+    PyObject *keys, *ops, *fallback;
+    static char *names[] = {"keys", "ops", "fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O:ExamplePlan", names, &PyTuple_Type,
+                                     &keys, &PyTuple_Type, &ops, &fallback)) {
         return NULL;
     }
     Plan *plan = PyObject_GC_New(Plan, type);
@@ -800,7 +731,6 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     plan->nslots = PyTuple_GET_SIZE(keys);
     plan->nops = PyTuple_GET_SIZE(ops);
     plan->keys = Py_NewRef(keys);
-    plan->empty = Py_NewRef(empty);
     plan->fallback = Py_NewRef(fallback);
     plan->vectorcall = plan_vectorcall;
     plan->slots = PyMem_Calloc((size_t)plan->nslots + 1, sizeof(Slot));
@@ -831,7 +761,7 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 PyDoc_STRVAR(plan_doc,
-"ExamplePlan(keys, ops, empty, fallback)\n\n"
+"ExamplePlan(keys, ops, fallback)\n\n"
 "A callable that decodes serialized tf.train.Example bytes into a tuple of attribute values\n"
 "(built by codegen.runtime.plan from a record's codecs). Examples in canonical form are decoded\n"
 "in C; every other input goes to fallback(data), whose result (or error) is the call's.");
@@ -852,7 +782,7 @@ static PyTypeObject PlanType = {
 int
 tfr_add_plan_type(PyObject *module)
 {
-    if (PyType_Ready(&PlanType) < 0) {
+    if (PyArray_ImportNumPyAPI() < 0 || PyType_Ready(&PlanType) < 0) {
         return -1;
     }
     return PyModule_AddObjectRef(module, "ExamplePlan", (PyObject *)&PlanType);

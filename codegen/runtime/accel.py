@@ -67,7 +67,6 @@ class Speedups(Protocol):
         self,
         keys: tuple[bytes, ...],
         ops: tuple[tuple[object, ...], ...],
-        empty: Callable[..., object],
         fallback: Callable[[bytes], tuple[Any, ...]],
         /,
     ) -> Callable[[bytes], tuple[Any, ...]]:

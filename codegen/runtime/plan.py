@@ -22,8 +22,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
-import numpy as np
-
 from codegen.errors import RecordError
 from codegen.runtime.accel import speedups
 from codegen.runtime.dtypes import Kind
@@ -126,7 +124,7 @@ def compile_plan(codecs: Sequence[Codec[Any]], fallback: ExampleDecoder) -> Exam
         if op is None:
             return None
         ops.append(op)
-    return speedups.ExamplePlan(tuple(keys), tuple(ops), np.empty, fallback)
+    return speedups.ExamplePlan(tuple(keys), tuple(ops), fallback)
 
 
 def _slot(keys: list[bytes], key: str) -> int:
