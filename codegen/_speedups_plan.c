@@ -34,6 +34,8 @@ enum {
     OP_TEXT_LIST = 8,  /* a list of str */
     OP_BYTES_LIST = 9, /* a list of bytes */
     OP_RAW = 10,       /* an ndarray from the one bytes value (little-endian), shape fixed or stored */
+    OP_STEPS_INT = 11, /* a feature list: ndarray [T, *step shape] of an integer or bool dtype */
+    OP_STEPS_FLOAT = 12, /* a feature list: ndarray [T, *step shape] of float32 */
 };
 
 enum { LIST_BYTES = 1, LIST_FLOAT = 2, LIST_INT64 = 3 };
@@ -72,8 +74,11 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     Py_ssize_t nslots;
-    Slot *slots;
-    PyObject *keys; /* tuple of bytes: owns the key memory */
+    Slot *slots;      /* the feature keys, then (a SequenceExample plan) the feature list keys */
+    Py_ssize_t nfeatures; /* how many of the slots are feature keys */
+    int sequence;     /* whether the plan reads SequenceExamples */
+    PyObject *keys;   /* tuple of bytes: owns the key memory */
+    PyObject *list_keys;
     Py_ssize_t nops;
     Op *ops;
     PyObject *fallback;
@@ -165,18 +170,36 @@ next_varint(const uint8_t *d, Py_ssize_t *pos, int64_t *value)
     return 0;
 }
 
-/* Find the features the plan reads in the Example d[0:size]; 0 when it is not canonical or a
- * key repeats. */
+/* A map key that is not the plan's: plain ASCII (UTF-8 checks are the fallback's). */
 static int
-find_features(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
+plain_key(const uint8_t *key, Py_ssize_t size)
 {
-    memset(found, 0, sizeof(Found) * (size_t)plan->nslots);
-    Py_ssize_t start, end;
-    if (!single_field(d, size, &start, &end)) {
-        return 0;
+    for (Py_ssize_t k = 0; k < size; k++) {
+        if (key[k] & 0x80) {
+            return 0;
+        }
     }
-    end += start;
-    Py_ssize_t pos = start;
+    return 1;
+}
+
+/* The slot of ``key`` among slots[first:last], or -1. */
+static Py_ssize_t
+find_slot(Plan *plan, Py_ssize_t first, Py_ssize_t last, const uint8_t *key, Py_ssize_t size)
+{
+    for (Py_ssize_t i = first; i < last; i++) {
+        Slot *slot = &plan->slots[i];
+        if (slot->key_size == size && memcmp(slot->key, key, (size_t)size) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Find the features the plan reads in the Features map d[pos:end]; 0 when it is not canonical or
+ * a key repeats. */
+static int
+find_features(Plan *plan, const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Found *found)
+{
     while (pos < end) {
         if (d[pos++] != 0x0A) {
             return 0;
@@ -212,14 +235,8 @@ find_features(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
         if (kind == 0 || body < 0 || pos + body != entry_end) {
             return 0;
         }
-        Py_ssize_t i = 0;
-        for (; i < plan->nslots; i++) {
-            Slot *slot = &plan->slots[i];
-            if (slot->key_size == key_size && memcmp(slot->key, key, (size_t)key_size) == 0) {
-                break;
-            }
-        }
-        if (i < plan->nslots) {
+        Py_ssize_t i = find_slot(plan, 0, plan->nfeatures, key, key_size);
+        if (i >= 0) {
             if (found[i].kind) {
                 return 0;
             }
@@ -227,10 +244,92 @@ find_features(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
             found[i].body = d + pos;
             found[i].size = body;
         }
+        else if (!plain_key(key, key_size)) {
+            return 0;
+        }
+        pos = entry_end;
+    }
+    return 1;
+}
+
+/* The next step of a FeatureList d[*pos:end] (pos < end): its list kind (0: kindless) and list
+ * body; 0 when it is not canonical. */
+static inline int
+next_step(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t end, int *kind, Py_ssize_t *body,
+          Py_ssize_t *size)
+{
+    if (d[(*pos)++] != 0x0A) {
+        return 0;
+    }
+    Py_ssize_t feature = read_length(d, pos, end);
+    if (feature < 0) {
+        return 0;
+    }
+    Py_ssize_t feature_end = *pos + feature;
+    if (feature == 0) {
+        *kind = 0;
+        *body = *pos;
+        *size = 0;
+        return 1;
+    }
+    uint8_t tag = d[(*pos)++];
+    *kind = tag == 0x0A ? LIST_BYTES : tag == 0x12 ? LIST_FLOAT : tag == 0x1A ? LIST_INT64 : 0;
+    *size = read_length(d, pos, feature_end);
+    if (*kind == 0 || *size < 0 || *pos + *size != feature_end) {
+        return 0;
+    }
+    *body = *pos;
+    *pos = feature_end;
+    return 1;
+}
+
+/* Find the feature lists the plan reads in the FeatureLists map d[pos:end] (into the list slots
+ * of ``found``); 0 when it is not canonical or a key repeats. */
+static int
+find_lists(Plan *plan, const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Found *found)
+{
+    while (pos < end) {
+        if (d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t entry = read_length(d, &pos, end);
+        if (entry < 0) {
+            return 0;
+        }
+        Py_ssize_t entry_end = pos + entry;
+        if (pos >= entry_end || d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t key_size = read_length(d, &pos, entry_end);
+        if (key_size < 0) {
+            return 0;
+        }
+        const uint8_t *key = d + pos;
+        pos += key_size;
+        if (pos >= entry_end || d[pos++] != 0x12) {
+            return 0;
+        }
+        Py_ssize_t list = read_length(d, &pos, entry_end);
+        if (list < 0 || pos + list != entry_end) {
+            return 0;
+        }
+        Py_ssize_t i = find_slot(plan, plan->nfeatures, plan->nslots, key, key_size);
+        if (i >= 0) {
+            if (found[i].kind) {
+                return 0;
+            }
+            found[i].kind = 1;
+            found[i].body = d + pos;
+            found[i].size = list;
+        }
         else {
-            /* Another feature: its key must be plain ASCII (UTF-8 checks are the fallback's). */
-            for (Py_ssize_t k = 0; k < key_size; k++) {
-                if (key[k] & 0x80) {
+            if (!plain_key(key, key_size)) {
+                return 0;
+            }
+            for (Py_ssize_t at = pos; at < entry_end;) {
+                int kind;
+                Py_ssize_t body, size;
+                if (!next_step(d, &at, entry_end, &kind, &body, &size)) {
                     return 0;
                 }
             }
@@ -238,6 +337,38 @@ find_features(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
         pos = entry_end;
     }
     return 1;
+}
+
+/* Find what the plan reads in the Example or SequenceExample d[0:size]; 0 when it is not
+ * canonical or a key repeats. */
+static int
+find_all(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
+{
+    memset(found, 0, sizeof(Found) * (size_t)plan->nslots);
+    Py_ssize_t pos = 0;
+    if (!plan->sequence) {
+        Py_ssize_t start, length;
+        return single_field(d, size, &start, &length)
+               && find_features(plan, d, start, start + length, found);
+    }
+    /* context (field 1), then feature_lists (field 2), each at most once */
+    for (int field = 1; field <= 2 && pos < size; field++) {
+        if (d[pos] != (field << 3 | 2)) {
+            continue;
+        }
+        pos++;
+        Py_ssize_t length = read_length(d, &pos, size);
+        if (length < 0) {
+            return 0;
+        }
+        int ok = field == 1 ? find_features(plan, d, pos, pos + length, found)
+                            : find_lists(plan, d, pos, pos + length, found);
+        if (!ok) {
+            return 0;
+        }
+        pos += length;
+    }
+    return pos == size;
 }
 
 /* --- values --------------------------------------------------------------------------------- */
@@ -531,11 +662,77 @@ raw_array(Op *op, Found *found, int *pass)
     return array;
 }
 
+/* The array [T, *step shape] of a feature list whose T steps each hold one step shape of values
+ * in one packed list, as protobuf writes them; NULL with *pass set for anything else. */
+static PyObject *
+steps_array(Op *op, const Found *item, int *pass)
+{
+    const uint8_t *d = item->body;
+    Py_ssize_t end = item->size;
+    int floats = op->op == OP_STEPS_FLOAT;
+    int want = floats ? LIST_FLOAT : LIST_INT64;
+    npy_intp dims[MAX_RANK + 1];
+    dims[0] = 0;
+    for (Py_ssize_t pos = 0; pos < end; dims[0]++) {
+        int kind;
+        Py_ssize_t body, size, start, length;
+        if (!next_step(d, &pos, end, &kind, &body, &size) || kind != want
+            || !single_field(d + body, size, &start, &length)
+            || (floats ? length != 4 * op->inner
+                       : count_varints(d + body + start, length) != op->inner)) {
+            *pass = 1;
+            return NULL;
+        }
+    }
+    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    PyObject *array = new_array(op, op->rank + 1, dims);
+    if (array == NULL) {
+        return NULL;
+    }
+    uint8_t *out = PyArray_DATA((PyArrayObject *)array);
+    Py_ssize_t i = 0;
+    for (Py_ssize_t pos = 0; pos < end;) {
+        int kind = 0;
+        Py_ssize_t body = 0, size = 0, start = 0, length = 0;
+        next_step(d, &pos, end, &kind, &body, &size); /* checked above */
+        single_field(d + body, size, &start, &length);
+        const uint8_t *values = d + body + start;
+        if (floats) {
+            memcpy(out + 4 * i, values, (size_t)length);
+            i += op->inner;
+            continue;
+        }
+        for (Py_ssize_t at = 0; at < length; i++) {
+            int64_t value;
+            if (!next_varint(values, &at, &value) || value < op->lo || value > op->hi) {
+                Py_DECREF(array);
+                *pass = 1;
+                return NULL;
+            }
+            store_int(op->code, out, i, value);
+        }
+    }
+    return array;
+}
+
 /* The value of one op, or NULL: with an error set, or with *pass set (the fallback decodes). */
 static PyObject *
 op_value(Op *op, Found *found, int *pass)
 {
     Found *item = &found[op->slot];
+    if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
+        if (item->kind) {
+            return steps_array(op, item, pass);
+        }
+        if (op->optional) { /* no steps */
+            npy_intp dims[MAX_RANK + 1];
+            memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+            dims[0] = 0;
+            return new_array(op, op->rank + 1, dims);
+        }
+        *pass = 1;
+        return NULL;
+    }
     if (!item->kind) {
         if (op->op == OP_RAW && op->companion >= 0 && found[op->companion].kind) {
             *pass = 1; /* a stored shape without its feature */
@@ -596,7 +793,7 @@ plan_values(Plan *plan, const uint8_t *d, Py_ssize_t size)
         }
     }
     PyObject *values = NULL;
-    if (find_features(plan, d, size, found)) {
+    if (find_all(plan, d, size, found)) {
         values = PyTuple_New(plan->nops);
         for (Py_ssize_t i = 0; values != NULL && i < plan->nops; i++) {
             int pass = 0;
@@ -658,6 +855,7 @@ plan_dealloc(Plan *plan)
     PyMem_Free(plan->ops);
     PyMem_Free(plan->slots);
     Py_XDECREF(plan->keys);
+    Py_XDECREF(plan->list_keys);
     Py_XDECREF(plan->fallback);
     PyObject_GC_Del(plan);
 }
@@ -674,7 +872,7 @@ plan_traverse(Plan *plan, visitproc visit, void *arg)
 }
 
 static int
-read_op(PyObject *spec, Op *op, Py_ssize_t nslots)
+read_op(PyObject *spec, Op *op, Py_ssize_t nfeatures, Py_ssize_t nslots)
 {
     PyObject *dflt, *shape, *dtype;
     int has_default;
@@ -687,13 +885,14 @@ read_op(PyObject *spec, Op *op, Py_ssize_t nslots)
         }
         return -1;
     }
-    if (op->op < OP_INT || op->op > OP_RAW || op->slot < 0 || op->slot >= nslots
-        || op->companion >= nslots || op->itemsize < 1 || !PyTuple_Check(shape)
-        || PyTuple_GET_SIZE(shape) > MAX_RANK) {
+    int steps = op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT;
+    if (op->op < OP_INT || op->op > OP_STEPS_FLOAT || op->slot < (steps ? nfeatures : 0)
+        || op->slot >= (steps ? nslots : nfeatures) || op->companion >= nfeatures
+        || op->itemsize < 1 || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > MAX_RANK) {
         PyErr_SetString(PyExc_ValueError, "an ExamplePlan op is out of range");
         return -1;
     }
-    int arrays = op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY || op->op == OP_RAW;
+    int arrays = op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY || op->op == OP_RAW || steps;
     if (arrays && !PyArray_DescrCheck(dtype)) {
         PyErr_SetString(PyExc_TypeError, "an ExamplePlan array op needs a numpy dtype");
         return -1;
@@ -718,19 +917,26 @@ read_op(PyObject *spec, Op *op, Py_ssize_t nslots)
 static PyObject *
 plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *keys, *ops, *fallback;
-    static char *names[] = {"keys", "ops", "fallback", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O:ExamplePlan", names, &PyTuple_Type,
-                                     &keys, &PyTuple_Type, &ops, &fallback)) {
+    PyObject *keys, *ops, *fallback, *list_keys = Py_None;
+    static char *names[] = {"keys", "ops", "fallback", "list_keys", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O|O:ExamplePlan", names, &PyTuple_Type,
+                                     &keys, &PyTuple_Type, &ops, &fallback, &list_keys)) {
+        return NULL;
+    }
+    if (list_keys != Py_None && !PyTuple_Check(list_keys)) {
+        PyErr_SetString(PyExc_TypeError, "ExamplePlan list_keys is a tuple or None");
         return NULL;
     }
     Plan *plan = PyObject_GC_New(Plan, type);
     if (plan == NULL) {
         return NULL;
     }
-    plan->nslots = PyTuple_GET_SIZE(keys);
+    plan->sequence = list_keys != Py_None;
+    plan->nfeatures = PyTuple_GET_SIZE(keys);
+    plan->nslots = plan->nfeatures + (plan->sequence ? PyTuple_GET_SIZE(list_keys) : 0);
     plan->nops = PyTuple_GET_SIZE(ops);
     plan->keys = Py_NewRef(keys);
+    plan->list_keys = Py_NewRef(list_keys);
     plan->fallback = Py_NewRef(fallback);
     plan->vectorcall = plan_vectorcall;
     plan->slots = PyMem_Calloc((size_t)plan->nslots + 1, sizeof(Slot));
@@ -741,7 +947,8 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < plan->nslots; i++) {
-        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        PyObject *key = i < plan->nfeatures ? PyTuple_GET_ITEM(keys, i)
+                                            : PyTuple_GET_ITEM(list_keys, i - plan->nfeatures);
         if (!PyBytes_Check(key)) {
             PyErr_SetString(PyExc_TypeError, "ExamplePlan keys are bytes");
             Py_DECREF(plan);
@@ -751,7 +958,7 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         plan->slots[i].key_size = PyBytes_GET_SIZE(key);
     }
     for (Py_ssize_t i = 0; i < plan->nops; i++) {
-        if (read_op(PyTuple_GET_ITEM(ops, i), &plan->ops[i], plan->nslots) < 0) {
+        if (read_op(PyTuple_GET_ITEM(ops, i), &plan->ops[i], plan->nfeatures, plan->nslots) < 0) {
             plan->nops = i; /* only the ops read so far hold references */
             Py_DECREF(plan);
             return NULL;
@@ -761,10 +968,11 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 PyDoc_STRVAR(plan_doc,
-"ExamplePlan(keys, ops, fallback)\n\n"
-"A callable that decodes serialized tf.train.Example bytes into a tuple of attribute values\n"
-"(built by codegen.runtime.plan from a record's codecs). Examples in canonical form are decoded\n"
-"in C; every other input goes to fallback(data), whose result (or error) is the call's.");
+"ExamplePlan(keys, ops, fallback, list_keys=None)\n\n"
+"A callable that decodes serialized tf.train.Example bytes (with list_keys, the feature list\n"
+"keys: tf.train.SequenceExample bytes) into a tuple of attribute values (built by\n"
+"codegen.runtime.plan from a record's codecs). Input in canonical form is decoded in C; every\n"
+"other input goes to fallback(data), whose result (or error) is the call's.");
 
 static PyTypeObject PlanType = {
     PyVarObject_HEAD_INIT(NULL, 0)

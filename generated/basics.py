@@ -195,14 +195,22 @@ class Basics:
         *,
         check_schema: bool = True,
         prefix: str | None = None,
+        on_error: _rt.OnError = "raise",
+        on_skip: _Callable[[_rt.SkippedSpan], None] | None = None,
     ) -> _Iterator[_Self]:
-        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read."""
+        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read.
+
+        ``on_error="skip"`` reads what it can of damaged shards and hands every corrupt stretch, unreadable shard and
+        record that does not decode to ``on_skip`` (logged as warnings without it) instead of raising.
+        """
         return _rt.read_dataset(
             directory,
             cls.decode,
             schema=_Basics_SCHEMA,
             check_schema=check_schema,
             prefix=prefix,
+            on_error=on_error,
+            on_skip=on_skip,
         )
 
     @classmethod

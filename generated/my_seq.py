@@ -38,6 +38,7 @@ _MySeq_my_ints = _rt.SequenceRagged[_np.int64](
 )
 _MySeq_CODECS = (_MySeq_my_bytes,)
 _MySeq_SEQUENCE_CODECS = (_MySeq_my_ints,)
+_MySeq_DECODE = _rt.example_decoder("MySeq", _MySeq_CODECS, _MySeq_SEQUENCE_CODECS)
 _MySeq_SCHEMA = _rt.SchemaInfo(
     "my_seq", "MySeq", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -81,13 +82,11 @@ class MySeq:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.SequenceExample`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            context, feature_lists = _rt.parse_sequence_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("MySeq: " + str(exc)) from None
         self = object.__new__(cls)
-        self.my_bytes = _MySeq_my_bytes.decode(context)
-        self.my_ints = _MySeq_my_ints.decode(feature_lists)
+        (
+            self.my_bytes,
+            self.my_ints,
+        ) = _MySeq_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.SequenceExampleMessage:
@@ -191,14 +190,22 @@ class MySeq:
         *,
         check_schema: bool = True,
         prefix: str | None = None,
+        on_error: _rt.OnError = "raise",
+        on_skip: _Callable[[_rt.SkippedSpan], None] | None = None,
     ) -> _Iterator[_Self]:
-        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read."""
+        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read.
+
+        ``on_error="skip"`` reads what it can of damaged shards and hands every corrupt stretch, unreadable shard and
+        record that does not decode to ``on_skip`` (logged as warnings without it) instead of raising.
+        """
         return _rt.read_dataset(
             directory,
             cls.decode,
             schema=_MySeq_SCHEMA,
             check_schema=check_schema,
             prefix=prefix,
+            on_error=on_error,
+            on_skip=on_skip,
         )
 
     @classmethod

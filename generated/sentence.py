@@ -44,6 +44,9 @@ _Sentence_SEQUENCE_CODECS = (
     _Sentence_tokens,
     _Sentence_labels,
 )
+_Sentence_DECODE = _rt.example_decoder(
+    "Sentence", _Sentence_CODECS, _Sentence_SEQUENCE_CODECS
+)
 _Sentence_SCHEMA = _rt.SchemaInfo(
     "sentence", "Sentence", SCHEMA_VERSION, SCHEMA_FINGERPRINT, SCHEMA_CANONICAL
 )
@@ -97,14 +100,12 @@ class Sentence:
     @classmethod
     def decode(cls, data: bytes) -> _Self:
         """Parse ``tf.train.SequenceExample`` bytes, with TensorFlow's rules for missing and malformed features."""
-        try:
-            context, feature_lists = _rt.parse_sequence_example(data)
-        except _rt.RecordError as exc:
-            raise _rt.RecordError("Sentence: " + str(exc)) from None
         self = object.__new__(cls)
-        self.length = _Sentence_length.decode(context)
-        self.tokens = _Sentence_tokens.decode(feature_lists)
-        self.labels = _Sentence_labels.decode(feature_lists)
+        (
+            self.length,
+            self.tokens,
+            self.labels,
+        ) = _Sentence_DECODE(data)
         return self
 
     def to_proto(self) -> _rt.SequenceExampleMessage:
@@ -209,14 +210,22 @@ class Sentence:
         *,
         check_schema: bool = True,
         prefix: str | None = None,
+        on_error: _rt.OnError = "raise",
+        on_skip: _Callable[[_rt.SkippedSpan], None] | None = None,
     ) -> _Iterator[_Self]:
-        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read."""
+        """Read every shard of a dataset in order; refuse data whose schema this reader cannot read.
+
+        ``on_error="skip"`` reads what it can of damaged shards and hands every corrupt stretch, unreadable shard and
+        record that does not decode to ``on_skip`` (logged as warnings without it) instead of raising.
+        """
         return _rt.read_dataset(
             directory,
             cls.decode,
             schema=_Sentence_SCHEMA,
             check_schema=check_schema,
             prefix=prefix,
+            on_error=on_error,
+            on_skip=on_skip,
         )
 
     @classmethod

@@ -45,6 +45,7 @@ from codegen.runtime import (
     NumericTensor,
     RaggedTensor,
     RawTensor,
+    SequenceTensor,
     TextList,
     TextScalar,
     plan,
@@ -326,13 +327,9 @@ def test_a_repeated_key_falls_back(decoders: Decoders) -> None:
     assert decoders.agree(wire.example([data[head:], entry]))
 
 
-@SETTINGS
-@given(st.data())
-def test_mutated_examples_decode_like_the_reference(
-    decoders: Decoders, data: st.DataObject
-) -> None:
-    seed = data.draw(st.integers(0, 2**32 - 1))
-    encoded = bytearray(encode(random_values(np.random.default_rng(seed), 0.3, planned=False)))
+def mutate(original: bytes, data: st.DataObject) -> bytes:
+    """``original`` with one to three random flips, cuts, insertions or a truncation."""
+    encoded = bytearray(original)
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.integers(0, max(len(encoded) - 1, 0)))
         action = data.draw(st.sampled_from(["flip", "cut", "insert", "truncate"]))
@@ -344,7 +341,18 @@ def test_mutated_examples_decode_like_the_reference(
             encoded[at:at] = data.draw(st.binary(min_size=1, max_size=8))
         else:
             del encoded[at:]
-    decoders.agree(bytes(encoded))
+    return bytes(encoded)
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_examples_decode_like_the_reference(
+    decoders: Decoders, data: st.DataObject
+) -> None:
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    decoders.agree(
+        mutate(encode(random_values(np.random.default_rng(seed), 0.3, planned=False)), data)
+    )
 
 
 def test_records_without_a_plan_decode_through_their_codecs() -> None:
@@ -354,3 +362,131 @@ def test_records_without_a_plan_decode_through_their_codecs() -> None:
     decoder = plan.example_decoder("P", (nested,))
     data = wire.example([nested.entry([["a", "b"]])])
     assert decoder(data) == ([["a", "b"]],)
+
+
+# --- SequenceExamples --------------------------------------------------------------------------
+
+CONTEXT = (
+    IntScalar("S", "length", "length", INT64, ()),
+    TextScalar("S", "source", "source", STRING, (), optional=True),
+    NumericTensor("S", "frame", "frame", FLOAT32, (2,)),
+)
+STEPS: tuple[SequenceTensor[Any], ...] = (
+    SequenceTensor("S", "tokens", "tokens", INT64, ()),
+    SequenceTensor("S", "labels", "length", INT8, (), optional=True),  # also a context key
+    SequenceTensor("S", "flags", "flags", BOOL, (2,), optional=True),
+    SequenceTensor("S", "vecs", "vecs", FLOAT32, (3,)),
+    SequenceTensor("S", "wide", "wide", UINT32, (1,)),
+)
+
+
+@pytest.fixture(scope="module")
+def sequence_decoders(decoders: Decoders) -> SequenceDecoders:
+    """The reference decoder of :data:`CONTEXT` and :data:`STEPS` and their counting plan (the
+    ``decoders`` fixture has put the extension in place)."""
+    return SequenceDecoders()
+
+
+class SequenceDecoders(Decoders):
+    """:class:`Decoders` of a SequenceExample record."""
+
+    def __init__(self) -> None:
+        self.reference = plan.codec_decoder("S", CONTEXT, STEPS)
+        self.fallbacks = 0
+
+        def fallback(data: bytes) -> tuple[Any, ...]:
+            self.fallbacks += 1
+            return self.reference(data)
+
+        compiled = plan.compile_plan(CONTEXT, fallback, STEPS)
+        assert compiled is not None, "every codec of the test has a plan"
+        self.plan = compiled
+
+
+def sequence_bytes(rng: np.random.Generator, *, absent: float) -> bytes:
+    """A canonical SequenceExample of random values; optional feature lists are left out with odds
+    ``absent``."""
+    context = [(c.key.encode(), c.entry(random_value(c, rng))) for c in CONTEXT]
+    lists = []
+    for steps in STEPS:
+        if steps.optional and rng.random() < absent:
+            continue
+        row = tuple(d for d in steps.shape if d is not None)
+        count = int(rng.integers(0, 6)) * int(np.prod(row, dtype=np.int64))
+        items = [scalar_value(steps.dtype, rng) for _ in range(count)]
+        value = np.array(items, dtype=steps.dtype.numpy).reshape(-1, *row)
+        lists.append((steps.key.encode(), steps.entry(value)))
+    return wire.sequence_example(
+        (entry for _, entry in sorted(context)), (entry for _, entry in sorted(lists))
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_canonical_sequence_examples_decode_in_c_to_the_reference_values(
+    sequence_decoders: SequenceDecoders, seed: int
+) -> None:
+    data = sequence_bytes(np.random.default_rng(seed), absent=0.5)
+    assert not sequence_decoders.agree(data), "a canonical SequenceExample fell back"
+
+
+SEQUENCE_CASES = {
+    "kindless step": b"\x0a\x00",
+    "float step in an int list": b"\x0a\x06\x12\x04\x0a\x02\x00\x00",
+    "two values in a scalar step": b"\x0a\x06\x1a\x04\x0a\x02\x01\x02",
+    "unpacked step": b"\x0a\x04\x1a\x02\x08\x01",
+    "unfinished varint": b"\x0a\x05\x1a\x03\x0a\x01\x80",
+}
+
+
+def rebuild(data: bytes, replaced: dict[bytes, list[tuple[int, bytes]] | None]) -> bytes:
+    """The SequenceExample ``data`` with the feature lists of ``replaced`` (key: steps as (list
+    kind, list body), ``None`` to leave the key out) in place of its own."""
+    context, lists = wire.parse_sequence_example(data)
+    context_entries = [
+        wire.map_entry(wire.key_field(key.decode()), feature(kind, body))
+        for key, (kind, body) in sorted(context.items())
+    ]
+    merged = {**lists, **replaced}
+    list_entries = [
+        wire.feature_list_entry(wire.key_field(key.decode()), [feature(k, b) for k, b in steps])
+        for key, steps in sorted(merged.items())
+        if steps is not None
+    ]
+    return wire.sequence_example(context_entries, list_entries)
+
+
+SEQUENCE_CASES: dict[str, dict[bytes, list[tuple[int, bytes]] | None]] = {
+    "kindless step": {b"tokens": [(3, b"\x0a\x01\x01"), (0, b"")]},
+    "float step in an int list": {b"tokens": [(2, b"\x0a\x04\x00\x00\x00\x00")]},
+    "two values in a scalar step": {b"tokens": [(3, b"\x0a\x02\x01\x02")]},
+    "unpacked step": {b"tokens": [(3, b"\x08\x01")]},
+    "unfinished varint": {b"tokens": [(3, b"\x0a\x01\x80")]},
+    "int8 out of range": {b"length": [(3, b"\x0a\x02\x80\x01")]},
+    "a short float step": {b"vecs": [(2, b"\x0a\x08" + bytes(8))]},
+    "required list missing": {b"tokens": None},
+}
+
+
+def test_canonical_rebuilt_sequence_examples_decode_in_c(
+    sequence_decoders: SequenceDecoders,
+) -> None:
+    assert not sequence_decoders.agree(
+        rebuild(sequence_bytes(np.random.default_rng(7), absent=0.0), {})
+    )
+
+
+@pytest.mark.parametrize("case", SEQUENCE_CASES, ids=str)
+def test_other_feature_lists_fall_back_to_the_reference(
+    sequence_decoders: SequenceDecoders, case: str
+) -> None:
+    data = sequence_bytes(np.random.default_rng(7), absent=0.0)
+    assert sequence_decoders.agree(rebuild(data, SEQUENCE_CASES[case]))
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_sequence_examples_decode_like_the_reference(
+    sequence_decoders: SequenceDecoders, data: st.DataObject
+) -> None:
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    sequence_decoders.agree(mutate(sequence_bytes(np.random.default_rng(seed), absent=0.3), data))

@@ -68,9 +68,11 @@ class Speedups(Protocol):
         keys: tuple[bytes, ...],
         ops: tuple[tuple[object, ...], ...],
         fallback: Callable[[bytes], tuple[Any, ...]],
+        list_keys: tuple[bytes, ...] | None = None,
         /,
     ) -> Callable[[bytes], tuple[Any, ...]]:
-        """A callable decoding Example bytes to attribute values (see ``codegen.runtime.plan``)."""
+        """A callable decoding Example (with ``list_keys``: SequenceExample) bytes to attribute
+        values (see ``codegen.runtime.plan``)."""
         ...
 
     def scan_batch(

@@ -51,6 +51,7 @@ from codegen.runtime.features import (
     TextList,
     TextScalar,
 )
+from codegen.runtime.plan import example_decoder
 from codegen.runtime.sequences import SequenceCodec, SequenceRagged, SequenceStrings, SequenceTensor
 from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.varint import decode_packed_int64
@@ -786,6 +787,9 @@ class BatchCodec:
             *(codec.name for codec in self._sequence_codecs),
         )
         self._keys = tuple(key for column in self._columns for key in column.keys)
+        self._decode_one = example_decoder(
+            record, self._codecs, self._sequence_codecs if self._sequence else None
+        )
 
     def decode(self, data: Sequence[bytes]) -> tuple[Any, ...]:
         """The columns of the serialized records ``data``, equal to :meth:`columns` of per-record
@@ -817,18 +821,7 @@ class BatchCodec:
 
     def decode_one(self, data: bytes) -> tuple[Any, ...]:
         """One record's attribute values, exactly as the record class's ``decode`` reads them."""
-        try:
-            if self._sequence:
-                context, feature_lists = wire.parse_sequence_example(data)
-            else:
-                context, feature_lists = wire.parse_example(data), {}
-        except RecordError as exc:
-            raise RecordError(f"{self.record}: {exc}") from None
-        values = [
-            c.decode_optional(context) if c.optional else c.decode(context) for c in self._codecs
-        ]
-        values.extend(c.decode(feature_lists) for c in self._sequence_codecs)
-        return tuple(values)
+        return self._decode_one(data)
 
     def columns(self, rows: Iterable[Sequence[Any]]) -> tuple[Any, ...]:
         """The columns of records given as their attribute values (one sequence per record)."""

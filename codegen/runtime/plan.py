@@ -1,8 +1,10 @@
-"""Decoding a whole ``tf.train.Example`` record in one call: :func:`example_decoder`.
+"""Decoding a whole ``tf.train.Example`` or ``SequenceExample`` record in one call:
+:func:`example_decoder`.
 
 A generated ``Record.decode(data)`` calls the decoder made here from its codecs and gets the tuple
-of attribute values, in schema order. The decoder is the codecs' own path (``parse_example``, then
-each codec's ``decode``), which defines every value and every error. When the C accelerator is
+of attribute values, in schema order. The decoder is the codecs' own path (``parse_example`` or
+``parse_sequence_example``, then each codec's ``decode``), which defines every value and every
+error. When the C accelerator is
 built, the codecs that have a plain value form are compiled into its ``ExamplePlan``: one C call
 reads an Example in the canonical form protobuf and TensorFlow write and builds the values
 directly, and hands anything else (another encoding of the same values, a repeated key, a value
@@ -10,9 +12,9 @@ out of range, a missing feature without a default, any error) to the codecs' pat
 and errors are those of the codecs in every case.
 
 The plan covers int, bool and float scalars, str and bytes scalars, numeric list tensors (fixed
-shape or a leading ``None``), rank-1 string lists, and raw tensors (fixed or stored shapes). A
-record with any other feature (ragged tensors, string lists of rank > 1) decodes through its
-codecs alone.
+shape or a leading ``None``), rank-1 string lists, raw tensors (fixed or stored shapes), and
+numeric feature lists of a fixed step shape. A record with any other feature (ragged tensors,
+string lists of rank > 1, string or ragged feature lists) decodes through its codecs alone.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from codegen.runtime.features import (
     TextList,
     TextScalar,
 )
+from codegen.runtime.sequences import SequenceCodec, SequenceTensor
 from codegen.runtime.tensors import RawTensor
-from codegen.runtime.wire import parse_example
+from codegen.runtime.wire import parse_example, parse_sequence_example
 
 __all__ = ["ExampleDecoder", "codec_decoder", "compile_plan", "example_decoder"]
 
@@ -47,6 +50,7 @@ ExampleDecoder = Callable[[bytes], tuple[Any, ...]]
 # The operations of codegen/_speedups_plan.c.
 _INT, _BOOL, _FLOAT, _TEXT, _BYTES = 1, 2, 3, 4, 5
 _INT_ARRAY, _FLOAT_ARRAY, _TEXT_LIST, _BYTES_LIST, _RAW = 6, 7, 8, 9, 10
+_STEPS_INT, _STEPS_FLOAT = 11, 12
 
 _CODES = {
     "int64": "q",
@@ -87,34 +91,62 @@ class _Op(NamedTuple):
     """The numpy dtype of arrays."""
 
 
-def example_decoder(record: str, codecs: Sequence[Codec[Any]]) -> ExampleDecoder:
-    """The decoder of the record class ``record`` with ``codecs`` (its features, in order): the
+def example_decoder(
+    record: str,
+    codecs: Sequence[Codec[Any]],
+    sequence_codecs: Sequence[SequenceCodec[Any]] | None = None,
+) -> ExampleDecoder:
+    """The decoder of the record class ``record`` with ``codecs`` (its features, in order; with
+    ``sequence_codecs``, a ``SequenceExample`` record: its context, then its feature lists): the
     compiled plan when there is one, else :func:`codec_decoder`."""
-    decode = codec_decoder(record, codecs)
-    return compile_plan(codecs, decode) or decode
+    decode = codec_decoder(record, codecs, sequence_codecs)
+    return compile_plan(codecs, decode, sequence_codecs) or decode
 
 
-def codec_decoder(record: str, codecs: Sequence[Codec[Any]]) -> ExampleDecoder:
-    """The reference decoder: ``parse_example``, then each codec's ``decode``.
+def codec_decoder(
+    record: str,
+    codecs: Sequence[Codec[Any]],
+    sequence_codecs: Sequence[SequenceCodec[Any]] | None = None,
+) -> ExampleDecoder:
+    """The reference decoder: ``parse_example`` (``parse_sequence_example``), then each codec's
+    ``decode``.
 
-    Errors are :class:`~codegen.errors.RecordError`; one in the Example's framing is prefixed with
+    Errors are :class:`~codegen.errors.RecordError`; one in the message's framing is prefixed with
     ``record``, one in a feature names the feature.
     """
     readers = tuple(c.decode_optional if c.optional else c.decode for c in codecs)
+    if sequence_codecs is None:
 
-    def decode(data: bytes) -> tuple[Any, ...]:
+        def decode(data: bytes) -> tuple[Any, ...]:
+            try:
+                features = parse_example(data)
+            except RecordError as exc:
+                raise RecordError(f"{record}: {exc}") from None
+            return tuple([read(features) for read in readers])
+
+        return decode
+    lists = tuple(c.decode for c in sequence_codecs)
+
+    def decode_sequence(data: bytes) -> tuple[Any, ...]:
         try:
-            features = parse_example(data)
+            context, feature_lists = parse_sequence_example(data)
         except RecordError as exc:
             raise RecordError(f"{record}: {exc}") from None
-        return tuple([read(features) for read in readers])
+        values = [read(context) for read in readers]
+        values.extend([read(feature_lists) for read in lists])
+        return tuple(values)
 
-    return decode
+    return decode_sequence
 
 
-def compile_plan(codecs: Sequence[Codec[Any]], fallback: ExampleDecoder) -> ExampleDecoder | None:
-    """The C ``ExamplePlan`` of ``codecs`` that hands what it does not decode to ``fallback``, or
-    ``None`` without the accelerator (or on a big-endian machine) or when a codec has no plan."""
+def compile_plan(
+    codecs: Sequence[Codec[Any]],
+    fallback: ExampleDecoder,
+    sequence_codecs: Sequence[SequenceCodec[Any]] | None = None,
+) -> ExampleDecoder | None:
+    """The C ``ExamplePlan`` of ``codecs`` (and ``sequence_codecs``, as in
+    :func:`example_decoder`) that hands what it does not decode to ``fallback``, or ``None``
+    without the accelerator (or on a big-endian machine) or when a codec has no plan."""
     if speedups is None or sys.byteorder != "little":
         return None
     keys: list[bytes] = []
@@ -124,7 +156,35 @@ def compile_plan(codecs: Sequence[Codec[Any]], fallback: ExampleDecoder) -> Exam
         if op is None:
             return None
         ops.append(op)
-    return speedups.ExamplePlan(tuple(keys), tuple(ops), fallback)
+    if sequence_codecs is None:
+        return speedups.ExamplePlan(tuple(keys), tuple(ops), fallback)
+    list_keys: list[bytes] = []
+    for steps in sequence_codecs:
+        op = _steps_op(steps, len(keys) + len(list_keys))
+        if op is None:
+            return None
+        list_keys.append(steps.key.encode("utf-8"))
+        ops.append(op)
+    return speedups.ExamplePlan(tuple(keys), tuple(ops), fallback, tuple(list_keys))
+
+
+def _steps_op(codec: SequenceCodec[Any], slot: int) -> _Op | None:
+    """The plan operation of a feature list, or ``None`` when the plan has none for it."""
+    dtype = codec.dtype
+    if not isinstance(codec, SequenceTensor):
+        return None
+    lo, hi = (dtype.lo or 0, dtype.hi or 0) if dtype.kind is Kind.INT else (0, 1)
+    floats = dtype.kind is Kind.FLOAT
+    return _Op(
+        _STEPS_FLOAT if floats else _STEPS_INT,
+        slot,
+        optional=codec.optional,
+        lo=lo,
+        hi=hi,
+        code=ord("f" if floats else _CODES[dtype.name]),
+        shape=cast("tuple[int, ...]", codec.shape),
+        dtype=dtype.numpy,
+    )
 
 
 def _slot(keys: list[bytes], key: str) -> int:
