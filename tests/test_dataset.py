@@ -1,14 +1,18 @@
-"""Sharded datasets with a manifest: layout, order, atomicity, overwrite rules, manifest checks and
-schema checks between the writer's and the reader's generated modules."""
+"""Sharded datasets with a manifest: layout, order, atomicity, overwrite rules, manifest checks,
+schema checks between the writer's and the reader's generated modules, and reading damaged
+datasets with ``on_error="skip"``."""
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
+import logging
 import os
+import re
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,13 +24,15 @@ from codegen.errors import DataError, SchemaMismatchError, TfrGenError
 from codegen.render import render
 from codegen.runtime.dataset import (
     MANIFEST_SUFFIX,
+    Manifest,
     SchemaInfo,
     default_prefix,
     load_manifest,
     read_dataset,
     write_dataset,
 )
-from codegen.runtime.tfrecord import read_tfrecord
+from codegen.runtime.skips import SkipCounts, SkippedRecord
+from codegen.runtime.tfrecord import Compression, SkippedSpan, read_tfrecord
 from codegen.schema import parse_schema
 
 V1 = textwrap.dedent(
@@ -329,3 +335,185 @@ def test_default_prefix_is_the_record_name_in_snake_case() -> None:
     assert default_prefix("Customer") == "customer"
     assert default_prefix("MovieRating") == "movie_rating"
     assert default_prefix("HTTPLog2Go") == "http_log2_go"
+
+
+# --- on_error="skip" ------------------------------------------------------------------------------
+
+UNDECODABLE = b"\x0a\x05"
+"""A record with valid CRCs whose bytes are not an Example (a length that runs past the end)."""
+
+
+def _frames(payloads: list[bytes]) -> list[int]:
+    """The header offset of each record in the uncompressed stream of ``payloads``."""
+    offsets, position = [], 0
+    for payload in payloads:
+        offsets.append(position)
+        position += 16 + len(payload)
+    return offsets
+
+
+def _damage(path: str, compression: Compression, edit: Callable[[bytes], bytes]) -> None:
+    """Edits the uncompressed record stream of a shard (compressing it again if it was)."""
+    raw = Path(path).read_bytes()
+    stream = edit(gzip.decompress(raw) if compression == "gzip" else raw)
+    Path(path).write_bytes(gzip.compress(stream) if compression == "gzip" else stream)
+
+
+def _sizes_as_they_are(directory: Path) -> None:
+    """Updates the manifest's shard sizes to the files' (so only the records differ from it)."""
+
+    def edit(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for shard in shards:
+            shard["bytes"] = (directory / shard["file"]).stat().st_size
+        return shards
+
+    _edit_manifest(directory, shards=edit)
+
+
+def _flip(offset: int) -> Callable[[bytes], bytes]:
+    return lambda data: data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :]
+
+
+@pytest.fixture
+def damaged(
+    versions: dict[str, ModuleType], tmp_path: Path, request: pytest.FixtureRequest
+) -> tuple[Manifest, list[bytes]]:
+    """Three shards of four records: in shard 0 record 1's data is corrupt, shard 1's record 1 has
+    valid CRCs but does not decode, and shard 2's last record is cut short."""
+    v1 = versions["dataset_v1"]
+    compression: Compression = request.param
+    payloads = [record.encode() for record in items(v1, 12)]
+    payloads[5] = UNDECODABLE
+    manifest = write_dataset(tmp_path, payloads, schema=info(v1), shards=3, compression=compression)
+    frames = _frames(payloads[:4])
+    _damage(manifest.paths[0], compression, _flip(frames[1] + 12))
+    _damage(manifest.paths[2], compression, lambda data: data[:-3])
+    _sizes_as_they_are(tmp_path)
+    return manifest, payloads
+
+
+@pytest.mark.parametrize("damaged", [None, "gzip"], indirect=True)
+def test_skip_reads_every_good_record_once_and_reports_every_skip(
+    versions: dict[str, ModuleType],
+    damaged: tuple[Manifest, list[bytes]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    manifest, payloads = damaged
+    compression = manifest.compression
+    where = "" if compression is None else " (in the uncompressed gzip stream)"
+    reports: list[SkippedSpan] = []
+    records = read(versions["dataset_v1"], tmp_path, on_error="skip", on_skip=reports.append)
+    assert [r.id for r in records] == [0, 2, 3, 4, 6, 7, 8, 9, 10]
+    shard = _frames(payloads[:4])
+    assert [(type(r), r.path, r.offset, r.length) for r in reports] == [
+        (SkippedSpan, manifest.paths[0], shard[1], 16 + len(payloads[1])),
+        (SkippedRecord, manifest.paths[1], shard[1], 16 + len(UNDECODABLE)),
+        (SkippedSpan, manifest.paths[2], _frames(payloads[8:])[3], 16 + len(payloads[11]) - 3),
+    ]
+    assert reports[0].reason.startswith("corrupt data CRC of a") and reports[0].reason.endswith(
+        where
+    )
+    assert isinstance(reports[1], SkippedRecord) and reports[1].index == 1
+    assert reports[1].reason.startswith("DatasetItem: Example: length 5 at byte offset 1")
+    assert (
+        reports[2].reason.startswith("truncated record: the file ends")
+        and where in reports[2].reason
+    )
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [
+        f"{manifest.paths[0]}: the shard holds 3 readable records; its manifest lists 4",
+        f"{manifest.paths[2]}: the shard holds 3 readable records; its manifest lists 4",
+        f"dataset {manifest.path}: skipped 2 unreadable stretches and 1 record that does not"
+        f" decode ({sum(r.length for r in reports)} bytes)",
+    ]
+
+
+@pytest.mark.parametrize("damaged", [None, "gzip"], indirect=True)
+def test_raise_mode_stops_at_the_first_damage_as_before(
+    versions: dict[str, ModuleType], damaged: tuple[Manifest, list[bytes]], tmp_path: Path
+) -> None:
+    manifest, payloads = damaged
+    v1 = versions["dataset_v1"]
+    with pytest.raises(DataError, match="corrupt data CRC") as corrupt:
+        read(v1, tmp_path)
+    assert (corrupt.value.path, corrupt.value.index) == (manifest.paths[0], 1)
+    assert corrupt.value.offset == _frames(payloads)[1]
+    os.unlink(manifest.paths[0])
+    with pytest.raises(TfrGenError, match="cannot read the shard: No such file or directory"):
+        read(v1, tmp_path)
+    assert read(v1, tmp_path, on_error="skip")[0].id == 4  # the log takes the reports
+
+
+def test_a_missing_shard_is_reported_whole_and_logged_without_a_callback(
+    versions: dict[str, ModuleType], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    v1 = versions["dataset_v1"]
+    manifest = write(v1, tmp_path, items(v1, 6), shards=3)
+    os.unlink(manifest.paths[1])
+    assert [r.id for r in v1.DatasetItem.read_dataset(tmp_path, on_error="skip")] == [0, 1, 4, 5]
+    size = manifest.shards[1].size
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{manifest.paths[1]}: byte offset 0: {size} bytes skipped: cannot read the shard:"
+        " No such file or directory",
+        f"dataset {manifest.path}: skipped 1 unreadable stretch ({size} bytes)",
+    ]
+    assert all(r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_skip_counts_can_be_the_callback(versions: dict[str, ModuleType], tmp_path: Path) -> None:
+    v1 = versions["dataset_v1"]
+    payloads = [record.encode() for record in items(v1, 5)]
+    payloads[1] = payloads[3] = UNDECODABLE
+    write_dataset(tmp_path, payloads, schema=info(v1), shards=2, compression="zlib")
+    counts = SkipCounts()
+    records = v1.DatasetItem.read_dataset(tmp_path, on_error="skip", on_skip=counts)
+    assert [r.id for r in records] == [0, 2, 4]
+    assert counts == SkipCounts(spans=0, records=2, bytes=2 * (16 + len(UNDECODABLE)))
+    assert str(counts) == "2 records that do not decode (36 bytes)"
+
+
+def test_skip_mode_reads_a_shard_whose_size_or_count_differ_and_logs_it(
+    versions: dict[str, ModuleType], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    v1 = versions["dataset_v1"]
+    manifest = write(v1, tmp_path, items(v1, 4), shards=2, compression=None)
+    extra = items(v1, 5)[4].encode()
+    with open(manifest.paths[1], "ab") as file:  # a valid record appended after writing
+        file.write(Path(manifest.paths[0]).read_bytes()[: 16 + len(extra)])
+    reports: list[SkippedSpan] = []
+    assert [r.id for r in read(v1, tmp_path, on_error="skip", on_skip=reports.append)] == [
+        0,
+        1,
+        2,
+        3,
+        0,
+    ]
+    assert reports == []
+    size = Path(manifest.paths[1]).stat().st_size
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{manifest.paths[1]}: the shard has {size} bytes but the manifest lists"
+        f" {manifest.shards[1].size}; reading it all the same",
+        f"{manifest.paths[1]}: the shard holds 3 readable records; its manifest lists 2",
+    ]
+    with pytest.raises(TfrGenError, match="has .* bytes but the manifest lists"):
+        read(v1, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"on_error": "ignore"},
+            "read_dataset: unknown on_error 'ignore'; expected 'raise' or 'skip'",
+        ),
+        ({"on_skip": print}, "read_dataset: on_skip is only called with on_error='skip'"),
+    ],
+)
+def test_reader_policy_arguments_are_checked_at_once(
+    versions: dict[str, ModuleType], tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    v1 = versions["dataset_v1"]
+    write(v1, tmp_path, items(v1, 1))
+    with pytest.raises(TfrGenError, match=re.escape(message)):
+        read_dataset(tmp_path, v1.DatasetItem.decode, schema=info(v1), **options)

@@ -1,8 +1,10 @@
 """The multi-file Dataset: every record exactly once per epoch across workers and ranks, seeded
-shuffling, epochs, interleaving, batching, and errors naming the file and offset."""
+shuffling, epochs, interleaving, batching, errors naming the file and offset, and skipping bad data
+with ``on_error="skip"``."""
 
 from __future__ import annotations
 
+import gzip
 import pickle
 from collections import Counter
 from collections.abc import Generator
@@ -18,7 +20,8 @@ from codegen.errors import DataError, TfrGenError
 from codegen.runtime import write_tfrecord
 from codegen.runtime.columns import Ragged
 from codegen.runtime.loader import Dataset, Shard, record_dataset
-from codegen.runtime.tfrecord import Compression
+from codegen.runtime.skips import SkipCounts, SkippedRecord
+from codegen.runtime.tfrecord import Compression, SkippedSpan
 
 SCHEMA = """\
 version: 1
@@ -265,6 +268,8 @@ def test_a_record_that_does_not_decode_names_file_index_and_offset(
         ({"rank": "0", "world_size": 2}, "rank must be an int >= 0, got '0'"),
         ({"rank": 2, "world_size": 2}, r"rank must be in \[0, 2\), got 2"),
         ({"compression": "lz4"}, "unknown TFRecord compression 'lz4'"),
+        ({"on_error": "warn"}, "Dataset: unknown on_error 'warn'; expected 'raise' or 'skip'"),
+        ({"on_skip": print}, "Dataset: on_skip is only called with on_error='skip'"),
     ],
 )
 def test_bad_options_are_refused(
@@ -284,3 +289,162 @@ def test_bad_file_names_are_refused(module: ModuleType, shards: list[Path]) -> N
         batches(module, [shards[0], directory / "missing.tfrecord"])
     with pytest.raises(TfrGenError, match="no files given"):
         batches(module, [])
+
+
+# --- on_error="skip" ------------------------------------------------------------------------------
+
+UNDECODABLE = b"\x0a\x05"
+"""A record with valid CRCs whose bytes are not an Example."""
+
+
+def _frames(payloads: list[bytes]) -> list[int]:
+    """The header offset of each record in the uncompressed stream of ``payloads``."""
+    return [sum(16 + len(p) for p in payloads[:i]) for i in range(len(payloads))]
+
+
+def _edit_stream(path: Path, edit: Any) -> None:
+    """Edits the uncompressed record stream of a file (compressing it again when it is gzip)."""
+    raw = path.read_bytes()
+    compressed = path.suffix == ".gz"
+    stream = edit(gzip.decompress(raw) if compressed else raw)
+    path.write_bytes(gzip.compress(stream) if compressed else stream)
+
+
+def damaged_shards(module: ModuleType, directory: Path) -> tuple[list[Path], set[int], set[Any]]:
+    """Files of SIZES[:4] (ids 0-32) with: a corrupt record in the middle of file 0 (id 3), an
+    undecodable record with valid CRCs in file 2 (id 12 replaced), and file 3's (gzip) last record
+    cut short (id 23). Returns the files, the good ids, and (path, offset, length) of each skip."""
+    paths = write_shards(module, directory, SIZES[:4])
+    payloads = [item(module, i).encode() for i in range(sum(SIZES[:4]))]
+    first = _firsts(SIZES)
+    frames0 = _frames(payloads[: SIZES[0]])
+    _edit_stream(paths[0], lambda d: d[: frames0[3] + 20] + b"\xff" + d[frames0[3] + 21 :])
+    bad = 12
+    file2 = payloads[first[2] : first[2] + SIZES[2]]
+    file2[bad - first[2]] = UNDECODABLE
+    write_tfrecord(paths[2], file2)
+    file3 = payloads[first[3] : first[3] + SIZES[3]]
+    _edit_stream(paths[3], lambda d: d[:-5])
+    skips = {
+        (str(paths[0]), frames0[3], 16 + len(payloads[3])),
+        (str(paths[2]), _frames(file2)[bad - first[2]], 16 + len(UNDECODABLE)),
+        (str(paths[3]), _frames(file3)[-1], 16 + len(file3[-1]) - 5),
+    }
+    good = set(range(sum(SIZES[:4]))) - {3, bad, first[3] + SIZES[3] - 1}
+    return paths, good, skips
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_skip_reads_each_good_record_once_and_reports_each_skip_once_across_shards(
+    module: ModuleType, tmp_path: Path, workers: int, batch_size: int | None
+) -> None:
+    pytest.importorskip("torch")
+    paths, good, skips = damaged_shards(module, tmp_path)
+    reports: list[SkippedSpan] = []
+    options = {"on_error": "skip", "on_skip": reports.append, "epochs": 2, "seed": 5}
+    per_shard = _shard_items(module, paths, workers, 2, batch_size, shuffle_buffer=3, **options)
+    assert Counter(i for got in per_shard for i in got) == Counter({i: 2 for i in good})
+    assert Counter((r.path, r.offset, r.length) for r in reports) == Counter(
+        {skip: 2 for skip in skips}
+    )
+    (record,) = {r for r in reports if isinstance(r, SkippedRecord)}
+    assert record.index == 5 and record.reason.startswith("Item: Example: length 5 at byte")
+
+
+@mock.patch("torch.utils.data.get_worker_info")
+def _shard_items(
+    module: ModuleType,
+    files: Any,
+    workers: int,
+    ranks: int,
+    batch_size: int | None,
+    info: mock.Mock,
+    **options: Any,
+) -> list[list[int]]:
+    """The ids each (rank, worker) reads, as :func:`shard_ids` but batches or records."""
+    out = []
+    for rank in range(ranks):
+        for worker in range(workers):
+            info.return_value = SimpleNamespace(id=worker, num_workers=workers)
+            dataset = record_dataset(
+                files,
+                module.Item.decode,
+                module.ItemBatch.decode,
+                batch_size=batch_size,
+                rank=rank,
+                world_size=ranks,
+                **options,
+            )
+            out.append(ids(dataset))
+    return out
+
+
+def test_a_record_that_does_not_decode_leaves_the_owners_of_the_others_as_they_were(
+    module: ModuleType, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    paths = write_shards(module, tmp_path, (9, 6))  # 2 files, 2 ranks x 3 workers: by record
+    intact = _shard_items(module, paths, 3, 2, 2)
+    write_tfrecord(
+        paths[0], [UNDECODABLE if i == 4 else item(module, i).encode() for i in range(9)]
+    )
+    skipped = _shard_items(module, paths, 3, 2, 2, on_error="skip", on_skip=lambda _: None)
+    assert skipped == [[i for i in got if i != 4] for got in intact]
+    assert sum(4 in got for got in intact) == 1
+
+
+def test_a_batch_with_a_bad_record_keeps_the_others_and_fills_up(
+    module: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.tfrecord"
+    payloads = [item(module, i).encode() for i in range(7)]
+    payloads[1:1] = [UNDECODABLE]
+    payloads[6:6] = [UNDECODABLE]
+    write_tfrecord(path, payloads)  # ids 0, bad, 1 2 3 4, bad, 5 6
+    reports: list[SkippedSpan] = []
+    dataset = batches(module, path, batch_size=3, on_error="skip", on_skip=reports.append)
+    assert [b.id.tolist() for b in dataset] == [[0, 1, 2], [3, 4, 5], [6]]
+    frames = _frames(payloads)
+    assert reports == [
+        SkippedRecord(str(path), frames[1], 18, reports[0].reason, 1),
+        SkippedRecord(str(path), frames[6], 18, reports[1].reason, 6),
+    ]
+    assert dataset.skipped == SkipCounts(spans=0, records=2, bytes=36)
+    dropped = batches(module, path, batch_size=3, drop_remainder=True, on_error="skip")
+    assert [b.id.tolist() for b in dropped] == [[0, 1, 2], [3, 4, 5]]
+    assert [r.id for r in Dataset.of_records(path, module.Item.decode, on_error="skip")] == list(
+        range(7)
+    )
+
+
+def test_a_file_that_disappears_is_skipped_and_reported_once(
+    module: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = write_shards(module, tmp_path, (3, 4, 2))
+    whole = [batches(module, paths, on_error="skip", interleave=k) for k in (1, 2)]
+    by_record = [  # 3 files, 4 shards: every shard reads every file
+        batches(module, paths, on_error="skip", interleave=2, rank=r, world_size=4)
+        for r in range(4)
+    ]
+    raising = batches(module, paths)
+    paths[1].unlink()
+    for dataset in whole:
+        assert sorted(ids(dataset)) == [0, 1, 2, 7, 8]
+        assert dataset.skipped == SkipCounts(spans=1, records=0, bytes=0)
+    assert sorted(i for dataset in by_record for i in ids(dataset)) == [0, 1, 2, 7, 8]
+    assert [dataset.skipped.spans for dataset in by_record] == [0, 1, 0, 0]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{paths[1]}: byte offset 0: 0 bytes skipped: cannot read the file: No such file"
+        " or directory"
+    ] * 3
+    with pytest.raises(FileNotFoundError):
+        ids(raising)
+
+
+def test_to_torch_skips_too(module: ModuleType, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    paths, good, _ = damaged_shards(module, tmp_path)
+    dataset = batches(module, paths, batch_size=5, on_error="skip")
+    assert sorted(i for b in dataset.to_torch() for i in b["id"].tolist()) == sorted(good)
+    assert dataset.skipped == SkipCounts(spans=2, records=1, bytes=dataset.skipped.bytes)

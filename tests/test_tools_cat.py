@@ -1,8 +1,10 @@
-"""``tfr-gen cat``: records as JSON lines or readable text, raw or decoded by a schema."""
+"""``tfr-gen cat``: records as JSON lines or readable text, raw or decoded by a schema, and what
+``--on-error skip`` passes over."""
 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from test_tools_common import (
     ROOT,
     Terminal,
     assert_snapshot,
+    flip_byte,
     frame_offsets,
     generated,
     run_cli,
@@ -199,3 +202,86 @@ def test_sequence_examples_decoded_by_their_schema(
     code, out, _ = run_cli("cat", data, "--schema", "sentence.yaml", "--format", fmt, cwd=tmp_path)
     assert code == 0
     assert_snapshot(f"cat_sentences_schema.{fmt}", out)
+
+
+@pytest.mark.parametrize("name", ["d.tfrecord", "d.tfrecord.gz"])
+def test_on_error_skip_prints_the_good_records_and_reports_the_rest(
+    tmp_path: Path, name: str
+) -> None:
+    records = [
+        wire.example([wire.map_entry(wire.key_field("n"), wire.int64_scalar_feature(i))])
+        for i in range(5)
+    ]
+    payloads = [records[0], records[1], b"\x0a\x05", records[2], records[3], records[4]]
+    write_tfrecord(tmp_path / "plain.tfrecord", payloads)
+    frames = frame_offsets(payloads)
+    stream = bytearray((tmp_path / "plain.tfrecord").read_bytes()[:-4])  # the last record is cut
+    stream[frames[1] + 14] ^= 0xFF  # record 1's data is corrupt
+    (tmp_path / name).write_bytes(gzip.compress(stream) if name.endswith(".gz") else stream)
+    code, out, err = run_cli("cat", name, "--on-error", "skip", cwd=tmp_path)
+    assert code == 0
+    assert [json.loads(line)["n"]["int64_list"] for line in out.splitlines()] == [[0], [2], [3]]
+    where = " (in the uncompressed gzip stream)" if name.endswith(".gz") else ""
+    lines = err.splitlines()
+    assert len(lines) == 4
+    assert lines[0].startswith(
+        f"tfr-gen cat: warning: {name}: record 1 at byte offset {frames[1]}: corrupt record:"
+        f" {frames[2] - frames[1]} bytes skipped: corrupt data CRC of a {len(records[1])}-byte record"
+    )
+    assert lines[1] == (
+        f"tfr-gen cat: warning: {name}: record 1 at byte offset {frames[2]}: skipped a record that"
+        " does not decode: Example: length 5 at byte offset 1 runs past the end of the message at"
+        " byte offset 2"
+    )
+    truncated = frame_offsets(payloads)[5]
+    assert lines[2] == (
+        f"tfr-gen cat: warning: {name}: record 4 at byte offset {truncated}: truncated file:"
+        f" {16 + len(records[4]) - 4} bytes skipped: truncated record: the file ends"
+        f" {16 + len(records[4]) - 4} bytes into a record that declares {len(records[4])} bytes of"
+        f" data ({16 + len(records[4])} bytes with its framing){where}"
+    )
+    skipped = frames[2] - frames[1] + 18 + 16 + len(records[4]) - 4
+    assert lines[3] == (
+        f"tfr-gen cat: skipped 2 unreadable stretches and 1 record that does not decode"
+        f" ({skipped} bytes)"
+    )
+    assert lines[0].endswith(where)
+
+
+def test_on_error_skip_with_a_schema_skips_records_that_do_not_decode(
+    tutorial: Path, tmp_path: Path
+) -> None:
+    code, out, err = run_cli(
+        "cat",
+        str(tutorial / "digits.tfrecord"),
+        "--schema",
+        CUSTOMER_SCHEMA,
+        "--on-error",
+        "skip",
+        cwd=tmp_path,
+    )
+    assert (code, out) == (0, "")
+    assert err.splitlines()[0] == (
+        f"tfr-gen cat: warning: {tutorial / 'digits.tfrecord'}: record 0 at byte offset 0: skipped"
+        " a record that does not decode: Customer.age (key 'Age'): required feature is missing"
+        " (expected int64_list with 1 value)"
+    )
+    assert err.splitlines()[2].startswith("tfr-gen cat: skipped 2 records that do not decode (")
+
+
+def test_on_error_raise_is_the_default_and_skip_is_quiet_on_good_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payloads = [wire.example([]), wire.example([])]
+    write_tfrecord(tmp_path / "g.tfrecord", payloads)
+    assert run_cli("cat", "g.tfrecord", "--on-error", "skip", cwd=tmp_path) == (0, "{}\n{}\n", "")
+    second = frame_offsets(payloads)[1]
+    flip_byte(tmp_path / "g.tfrecord", second + 8)  # record 1's length CRC
+    expected = run_cli("cat", "g.tfrecord", cwd=tmp_path)
+    assert expected == run_cli("cat", "g.tfrecord", "--on-error", "raise", cwd=tmp_path)
+    assert expected[:2] == (2, "{}\n")
+    assert expected[2].startswith(
+        f"tfr-gen: error: g.tfrecord: record 1 at byte offset {second}: corrupt length CRC"
+    )
+    assert run_cli("cat", "g.tfrecord", "--on-error", "ignore", cwd=tmp_path)[0] == 2
+    assert "argument --on-error: invalid choice: 'ignore'" in capsys.readouterr().err

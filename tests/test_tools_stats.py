@@ -1,8 +1,10 @@
-"""``tfr-gen stats``: per-key statistics of TensorFlow's and our files, in text and JSON."""
+"""``tfr-gen stats``: per-key statistics of TensorFlow's and our files, in text and JSON, and what
+``--on-error`` does with damaged files."""
 
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +83,26 @@ def test_files_of_generated_classes_with_damage_nan_and_absent_keys(tmp_path: Pa
         b"\x0a\x05",
     ]
     write_tfrecord(tmp_path / "b.tfrecord.gz", odd)
-    code, out, _ = run_cli("stats", "*.tfrecord*", cwd=tmp_path)
+    code, out, err = run_cli("stats", "*.tfrecord*", "--on-error", "skip", cwd=tmp_path)
     assert code == 0
     assert_snapshot("stats_damaged.text", out)
-    _, out, _ = run_cli("stats", "*.tfrecord*", "--format", "json", cwd=tmp_path)
+    frames = frame_offsets([r.encode() for r in records])
+    corrupt = frames[2] - frames[1]
+    assert err.splitlines()[0].startswith(
+        f"tfr-gen stats: warning: a.tfrecord: record 1 at byte offset {frames[1]}: corrupt record:"
+        f" {corrupt} bytes skipped: corrupt data CRC of a"
+    )
+    assert err.splitlines()[1:] == [
+        f"tfr-gen stats: skipped 1 unreadable stretch ({corrupt} bytes)"
+    ]
+    code, out, err = run_cli("stats", "*.tfrecord*", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert err.startswith(
+        f"tfr-gen: error: a.tfrecord: record 1 at byte offset {frames[1]}: corrupt data CRC of a"
+    )
+    _, out, _ = run_cli(
+        "stats", "*.tfrecord*", "--format", "json", "--on-error", "skip", cwd=tmp_path
+    )
     document = json.loads(out)
     assert document["skipped_spans"] == 1 and document["records"] == 5
     assert document["features"]["x"]["nan"] == 1 and document["features"]["x"]["max"] == "Infinity"
@@ -112,3 +130,46 @@ def test_interrupt_prints_what_was_read(tmp_path: Path, monkeypatch: pytest.Monk
     lines = out.splitlines()
     assert lines[1] == "records: 3 (6 bytes of data)"  # the third was being read
     assert lines[-1] == "interrupted: these statistics cover the records read before Ctrl-C"
+
+
+def test_a_truncated_gzip_file_is_read_up_to_its_end_with_skip(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    records = [
+        wire.example([wire.map_entry(wire.key_field("k"), wire.int64_scalar_feature(int(v)))])
+        for v in rng.integers(0, 1 << 40, 5000)
+    ]
+    write_tfrecord(tmp_path / "t.tfrecord.gz", records)
+    data = (tmp_path / "t.tfrecord.gz").read_bytes()
+    (tmp_path / "t.tfrecord.gz").write_bytes(data[: len(data) // 2])
+    available = len(zlib.decompressobj(31).decompress(data[: len(data) // 2]))
+    ends = [offset + 16 + len(r) for offset, r in zip(frame_offsets(records), records, strict=True)]
+    whole = sum(end <= available for end in ends)
+    at = frame_offsets(records)[whole]
+    cut = available - at
+    code, out, err = run_cli("stats", "t.tfrecord.gz", "--format", "json", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"tfr-gen: error: t.tfrecord.gz: record {whole} at byte offset {at}: truncated gzip"
+        " stream: the file ends inside compressed data (in the uncompressed gzip stream)\n"
+    )
+    code, out, err = run_cli(
+        "stats", "t.tfrecord.gz", "--format", "json", "--on-error", "skip", cwd=tmp_path
+    )
+    document = json.loads(out)
+    assert code == 0 and document["records"] == document["features"]["k"]["records"] == whole
+    assert (document["skipped_spans"], document["skipped_bytes"]) == (1 + bool(cut), cut)
+    lines = err.splitlines()
+    if cut:
+        assert lines.pop(0) == (
+            f"tfr-gen stats: warning: t.tfrecord.gz: record {whole} at byte offset {at}: truncated"
+            f" file: {cut} bytes skipped: truncated record: the file ends {cut} bytes into a record"
+            f" that declares {len(records[whole])} bytes of data ({16 + len(records[whole])} bytes"
+            " with its framing) (in the uncompressed gzip stream)"
+        )
+    assert lines == [
+        f"tfr-gen stats: warning: t.tfrecord.gz: record {whole} at byte offset {available}:"
+        " truncated file: 0 bytes skipped: truncated gzip stream: the file ends inside compressed"
+        " data (in the uncompressed gzip stream)",
+        f"tfr-gen stats: skipped {1 + bool(cut)} unreadable stretch"
+        f"{'es' if cut else ''} ({cut} bytes)",
+    ]

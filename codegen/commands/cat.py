@@ -1,4 +1,8 @@
-"""``tfr-gen cat FILE``: print the records of a TFRecord file, raw or decoded by a schema."""
+"""``tfr-gen cat FILE``: print the records of a TFRecord file, raw or decoded by a schema.
+
+With ``--on-error skip`` corrupt or truncated stretches and records that do not decode are passed
+over: each one is reported on stderr (stretches in ``validate``'s words), then a summary count.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,12 @@ from typing import TextIO
 from codegen.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.commands.validate import positive
 from codegen.errors import DataError, RecordError
-from codegen.runtime.tfrecord import TFRecordReader
+from codegen.runtime.skips import FRAMING, SkipCounts, SkippedRecord
+from codegen.runtime.tfrecord import SkippedSpan
 from codegen.tools.dynamic import DynamicRecord, load_record
 from codegen.tools.observe import parse_record
+from codegen.tools.scan import Scanner
+from codegen.tools.validate import span_problem
 from codegen.tools.values import (
     TEXT_ITEMS,
     Json,
@@ -40,6 +47,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=("text", "json"),
         help="json: one JSON object per line; text: for reading"
         " (default: text on a terminal, json otherwise)",
+    )
+    parser.add_argument(
+        "--on-error",
+        choices=("raise", "skip"),
+        default="raise",
+        help="raise: stop at the first corrupt, truncated or undecodable record (exit 2);"
+        " skip: pass over it, report it on stderr and carry on (default: raise)",
     )
 
 
@@ -99,18 +113,37 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR
     record: DynamicRecord | None = load_record(args.schema, args.record) if args.schema else None
     as_json = args.format == "json" or (args.format is None and not out.isatty())
+    skipped = SkipCounts()
+
+    def report_span(span: SkippedSpan, index: int) -> None:
+        skipped(span)
+        print(f"tfr-gen cat: warning: {span_problem(span, index).text()}", file=err)
+
+    skip = args.on_error == "skip"
+    scanner = Scanner([args.file], on_skip=report_span if skip else None, on_error=args.on_error)
     printed = 0
-    with TFRecordReader(args.file, compression="auto") as reader:
-        for data in reader:
-            index, offset = reader.index - 1, reader.offset - len(data) - 16
-            if index < args.skip:
-                continue
-            if args.count is not None and printed >= args.count:
-                break
-            try:
-                line = _render(record, data, index, offset, as_json)
-            except RecordError as exc:
-                raise DataError(str(exc), path=args.file, index=index, offset=offset) from None
-            print(line, file=out)
-            printed += 1
+    for item in scanner:
+        if item.index < args.skip:
+            continue
+        if args.count is not None and printed >= args.count:
+            break
+        try:
+            line = _render(record, item.data, item.index, item.offset, as_json)
+        except RecordError as exc:
+            if not skip:
+                raise DataError(
+                    str(exc), path=item.path, index=item.index, offset=item.offset
+                ) from None
+            length = len(item.data) + FRAMING
+            skipped(SkippedRecord(item.path, item.offset, length, str(exc), item.index))
+            print(
+                f"tfr-gen cat: warning: {item.path}: record {item.index} at byte offset"
+                f" {item.offset}: skipped a record that does not decode: {exc}",
+                file=err,
+            )
+            continue
+        print(line, file=out)
+        printed += 1
+    if skipped:
+        print(f"tfr-gen cat: skipped {skipped}", file=err)
     return EXIT_OK

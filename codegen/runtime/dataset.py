@@ -9,13 +9,15 @@ run.
 Writing is crash-safe: each shard is written to a hidden temporary file and renamed, and the
 manifest is written last, the same way, so a dataset without a manifest is incomplete. Reading
 checks every shard's size and record count against the manifest, and the writer's schema against
-the reader's with :func:`~codegen.runtime.schemainfo.check_readable`.
+the reader's with :func:`~codegen.runtime.schemainfo.check_readable`; with ``on_error="skip"`` it
+reads what it can of damaged shards and reports the rest (see :func:`read_dataset`).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import re
 import secrets
@@ -26,7 +28,20 @@ from typing import Any, Literal, TypeVar
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.records import PathLike
 from codegen.runtime.schemainfo import SchemaInfo, check_readable
-from codegen.runtime.tfrecord import Compression, TFRecordReader, TFRecordWriter
+from codegen.runtime.skips import (
+    FRAMING,
+    OnSkip,
+    SkippedRecord,
+    SkipReporter,
+    check_on_error,
+)
+from codegen.runtime.tfrecord import (
+    Compression,
+    OnError,
+    SkippedSpan,
+    TFRecordReader,
+    TFRecordWriter,
+)
 
 __all__ = [
     "MANIFEST_SUFFIX",
@@ -39,6 +54,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 MANIFEST_SUFFIX = ".manifest.json"
 """The file name of a dataset's manifest is its prefix followed by this."""
@@ -382,6 +399,8 @@ def read_dataset(
     schema: SchemaInfo,
     check_schema: bool = True,
     prefix: str | None = None,
+    on_error: OnError = "raise",
+    on_skip: OnSkip | None = None,
 ) -> Iterator[T]:
     """The decoded records of a dataset, in order, checked against its manifest.
 
@@ -389,10 +408,23 @@ def read_dataset(
     names it) if there is one, else the only dataset in the directory. With ``check_schema`` (the
     default) the writer's schema must be readable by ``schema``: every change from it is
     ``backward`` or ``full``, else :class:`~codegen.errors.SchemaMismatchError` names every change.
-    The manifest and schema are checked at once; each shard's byte size is checked before it is
-    read and its record count after, and a record that does not decode raises
-    :class:`~codegen.errors.DataError` with its file, index and offset.
+    The manifest and schema are checked at once, in both modes.
+
+    With ``on_error="raise"`` (the default) each shard's byte size is checked before it is read
+    and its record count after; a shard that cannot be opened raises
+    :class:`~codegen.errors.TfrGenError`, and a corrupt or truncated shard, or a record that does
+    not decode, :class:`~codegen.errors.DataError` with its file, index and offset.
+
+    With ``on_error="skip"`` nothing of a shard raises. Each piece passed over goes to ``on_skip``
+    (see :mod:`codegen.runtime.skips`; without a callback it is logged as a warning): a corrupt
+    or truncated stretch (the reader resynchronises after it), a shard that cannot be opened (a
+    span of offset 0 and the manifest's byte size for it), and a record that does not decode (a
+    :class:`~codegen.runtime.skips.SkippedRecord`). A shard whose byte size or record count does
+    not match the manifest is read all the same and the mismatch logged as a warning: it follows
+    from what was skipped, or from a shard replaced after writing. When the read ends, a summary
+    of what was skipped is logged (if anything was).
     """
+    on_error = check_on_error(on_error, on_skip, "read_dataset")
     root = os.fspath(directory)
     if prefix is None:
         named = default_prefix(schema.record)
@@ -400,7 +432,9 @@ def read_dataset(
     manifest = load_manifest(root, prefix)
     if check_schema:
         check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
-    return _records(manifest, decode)
+    if on_error == "raise":
+        return _records(manifest, decode)
+    return _skipping_records(manifest, decode, SkipReporter(on_skip, _log))
 
 
 def _records(manifest: Manifest, decode: Callable[[bytes], T]) -> Iterator[T]:
@@ -422,7 +456,7 @@ def _shard_records(
 ) -> Iterator[T]:
     with TFRecordReader(path, compression=compression) as reader:
         for data in reader:
-            offset = reader.offset - len(data) - 16  # the record's header
+            offset = reader.offset - len(data) - FRAMING  # the record's header
             index = reader.index - 1
             if index >= shard.records:
                 raise DataError(
@@ -443,3 +477,50 @@ def _shard_records(
                 index=reader.index,
                 offset=reader.offset,
             )
+
+
+def _skipping_records(
+    manifest: Manifest, decode: Callable[[bytes], T], report: SkipReporter
+) -> Iterator[T]:
+    """The records :func:`read_dataset` yields with ``on_error="skip"``."""
+    for shard, path in zip(manifest.shards, manifest.paths, strict=True):
+        try:
+            file = open(path, "rb", buffering=0)
+        except OSError as exc:
+            report(
+                SkippedSpan(path, 0, shard.size, f"cannot read the shard: {exc.strerror or exc}")
+            )
+            continue
+        with (
+            file,
+            TFRecordReader(
+                file, compression=manifest.compression, on_error="skip", on_skip=report
+            ) as reader,
+        ):
+            size = os.fstat(file.fileno()).st_size
+            if size != shard.size:
+                _log.warning(
+                    "%s: the shard has %d bytes but the manifest lists %d; reading it all the same",
+                    path,
+                    size,
+                    shard.size,
+                )
+            for data in reader:
+                try:
+                    record = decode(data)
+                except RecordError as exc:
+                    offset = reader.offset - len(data) - FRAMING
+                    report(
+                        SkippedRecord(path, offset, len(data) + FRAMING, str(exc), reader.index - 1)
+                    )
+                    continue
+                yield record
+            if reader.index != shard.records:
+                _log.warning(
+                    "%s: the shard holds %d readable records; its manifest lists %d",
+                    path,
+                    reader.index,
+                    shard.records,
+                )
+    if report.counts:
+        _log.warning("dataset %s: skipped %s", manifest.path, report.counts)

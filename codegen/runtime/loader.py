@@ -25,17 +25,28 @@ record of its part of the data once per epoch:
   background reader thread was measured and left out: reading and decoding both hold the GIL, so
   it gained nothing steady (from -30% to +25% across workloads and runs); DataLoader workers,
   which are processes, overlap reading with training.
-
-A corrupt or truncated file raises :class:`~codegen.errors.DataError` naming the file, record and
-byte offset; so does a record that does not decode.
+* **Bad data**: with ``on_error="raise"`` (the default) a corrupt or truncated file raises
+  :class:`~codegen.errors.DataError` naming the file, record and byte offset; so does a record
+  that does not decode. With ``on_error="skip"`` the readers resynchronise after corrupt stretches,
+  a file that cannot be opened is passed over, and a record that does not decode is left out of
+  its batch, which the next records fill up. Each piece passed over is handed to ``on_skip`` (see
+  :mod:`codegen.runtime.skips`; without a callback it is logged as a warning) and counted in
+  :attr:`Dataset.skipped`. Good records are still read exactly once across shards: a record's
+  index in its file counts the readable records before it, which every shard reading the file
+  finds alike, and when every shard reads every file, a stretch is reported by the one shard that
+  owns the index of the record after it (a file that cannot be opened: index 0). Callbacks and
+  counters live in the process that reads, so in DataLoader workers they are the workers'.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
+import logging
 import os
 import secrets
 import sys
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, TypeVar, Unpack
@@ -43,7 +54,21 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, Ty
 import numpy as np
 
 from codegen.errors import DataError, RecordError, TfrGenError
-from codegen.runtime.tfrecord import Compression, TFRecordReader, resolve_compression
+from codegen.runtime.skips import (
+    FRAMING,
+    OnSkip,
+    SkipCounts,
+    SkippedRecord,
+    SkipReporter,
+    check_on_error,
+)
+from codegen.runtime.tfrecord import (
+    Compression,
+    OnError,
+    SkippedSpan,
+    TFRecordReader,
+    resolve_compression,
+)
 
 if TYPE_CHECKING:
     from torch.utils.data import IterableDataset
@@ -52,6 +77,8 @@ __all__ = ["ColumnBatch", "Dataset", "DatasetOptions", "Files", "Shard", "record
 
 T = TypeVar("T")
 B = TypeVar("B", bound="ColumnBatch")
+
+_log = logging.getLogger(__name__)
 
 Files = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """What a :class:`Dataset` reads: a path, a glob pattern, or a sequence of them."""
@@ -79,6 +106,8 @@ class DatasetOptions(TypedDict, total=False):
     compression: Compression | Literal["auto"]
     rank: int | None
     world_size: int | None
+    on_error: OnError
+    on_skip: OnSkip | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +194,8 @@ class Dataset(Generic[T]):
         compression: Compression | Literal["auto"] = "auto",
         rank: int | None = None,
         world_size: int | None = None,
+        on_error: OnError = "raise",
+        on_skip: OnSkip | None = None,
     ) -> None:
         if decode_batch is None:
             if batch_size is not None or drop_remainder:
@@ -191,6 +222,13 @@ class Dataset(Generic[T]):
         self._rank = rank
         self._world_size = world_size
         _environment_shard(rank, world_size)  # checks rank and world_size now
+        self.on_error = check_on_error(on_error, on_skip, "Dataset")
+        self._report = SkipReporter(on_skip, _log)
+
+    @property
+    def skipped(self) -> SkipCounts:
+        """What iterations in this process skipped so far (``on_error="skip"``)."""
+        return self._report.counts
 
     @classmethod
     def of_batches(
@@ -221,43 +259,24 @@ class Dataset(Generic[T]):
         """Records one by one, each decoded by ``decode``."""
         return Dataset(files, decode, None, batch_size=None, **options)
 
-    def _convert(self, chunk: list[_Raw]) -> list[T]:
-        """The batch (or the records) of the raw records ``chunk``."""
-        decode_batch = self._decode_batch
-        if decode_batch is None:
-            return [self._checked(raw) for raw in chunk]
-        try:
-            return [decode_batch([raw[0] for raw in chunk])]
-        except RecordError:
-            for raw in chunk:
-                self._checked(raw)
-            raise
-
-    def _checked(self, raw: _Raw) -> T:
-        """The raw record decoded one by one; a failure is a :class:`DataError` naming its file,
-        index and byte offset."""
-        try:
-            record: T = self._decode(raw[0])
-        except RecordError as exc:
-            path = self.files[raw[1]]
-            offset = self._offset(raw[1], raw[2])
-            raise DataError(str(exc), path=path, index=raw[2], offset=offset) from exc
-        return record
-
-    def _offset(self, file: int, index: int) -> int:
-        """The byte offset of record ``index`` of file ``file`` (read again, to report an error)."""
-        with self._open(file) as reader:
-            for _ in range(index):
-                next(reader)
-            return reader.offset
-
     def shard(self) -> Shard:
         """The part of the data an iteration in this process (and DataLoader worker) reads."""
         return _environment_shard(self._rank, self._world_size)
 
     def __iter__(self) -> Iterator[T]:
-        for chunk in self._chunks(self.shard()):
-            yield from self._convert(chunk)
+        shard = self.shard()
+        offsets = _Offsets(self.files, self._compressions)
+        decode_batch = self._decode_batch
+        size = self.batch_size or _RECORD_CHUNK
+        for records in self._epochs(shard):
+            if decode_batch is None:
+                for chunk in _grouped(records, size, False):
+                    yield from self._records(chunk, offsets)
+            elif self.on_error == "skip":
+                yield from self._skipping_batches(records, decode_batch, size, offsets)
+            else:
+                for chunk in _grouped(records, size, self.drop_remainder):
+                    yield self._batch(chunk, decode_batch, offsets)
 
     def to_torch(self) -> IterableDataset[dict[str, Any]]:
         """A ``torch.utils.data.IterableDataset`` of the batches as dicts of tensors (see
@@ -268,11 +287,84 @@ class Dataset(Generic[T]):
 
         return TorchBatches(self, _to_dict)
 
+    # --- decoding --------------------------------------------------------------------------------
+
+    def _records(self, chunk: list[_Raw], offsets: _Offsets) -> list[T]:
+        """The records of ``chunk`` decoded one by one (see :meth:`_failed` for those that do not
+        decode)."""
+        decode = self._decode
+        out: list[T] = []
+        for raw in chunk:
+            try:
+                out.append(decode(raw[0]))
+            except RecordError as exc:
+                self._failed(raw, exc, offsets)
+        return out
+
+    def _batch(
+        self, chunk: list[_Raw], decode_batch: Callable[[Sequence[bytes]], T], offsets: _Offsets
+    ) -> T:
+        """The batch of ``chunk``; when it does not decode, the first record to blame raises."""
+        try:
+            return decode_batch([raw[0] for raw in chunk])
+        except RecordError:
+            self._records(chunk, offsets)
+            raise
+
+    def _skipping_batches(
+        self,
+        records: Iterator[_Raw],
+        decode_batch: Callable[[Sequence[bytes]], T],
+        size: int,
+        offsets: _Offsets,
+    ) -> Iterator[T]:
+        """The batches of one epoch with ``on_error="skip"``: the records of a batch that does not
+        decode are decoded one by one, those that fail are reported and left out, and the records
+        after them fill the batch up."""
+        chunk: list[_Raw] = []
+        while True:
+            chunk += itertools.islice(records, size - len(chunk))
+            if not chunk or (len(chunk) < size and self.drop_remainder):
+                return
+            try:
+                batch = decode_batch([raw[0] for raw in chunk])
+            except RecordError:
+                good = [raw for raw in chunk if self._decodes(raw, offsets)]
+                if len(good) == len(chunk):
+                    raise  # each record decodes alone: the batch decoder itself failed
+                chunk = good
+                continue
+            yield batch
+            if len(chunk) < size:
+                return  # the epoch's last, smaller batch
+            chunk = []
+
+    def _decodes(self, raw: _Raw, offsets: _Offsets) -> bool:
+        """Whether the raw record decodes on its own (see :meth:`_failed` when it does not)."""
+        try:
+            self._decode(raw[0])
+        except RecordError as exc:
+            self._failed(raw, exc, offsets)
+            return False
+        return True
+
+    def _failed(self, raw: _Raw, error: RecordError, offsets: _Offsets) -> None:
+        """Raises :class:`DataError` for a raw record that does not decode, naming its file, index
+        and byte offset; with ``on_error="skip"`` reports it instead."""
+        data, file, index = raw
+        path = self.files[file]
+        offset = offsets.of(file, index)
+        if self.on_error == "raise":
+            raise DataError(str(error), path=path, index=index, offset=offset) from error
+        self._report(SkippedRecord(path, offset, len(data) + FRAMING, str(error), index))
+
     # --- the raw records of one shard ------------------------------------------------------------
 
-    def _chunks(self, shard: Shard) -> Iterator[list[_Raw]]:
-        """The raw records of every epoch of ``shard``, shuffled and grouped for decoding."""
+    def _epochs(self, shard: Shard) -> Iterator[Iterator[_Raw]]:
+        """The raw records of every epoch of ``shard``, shuffled; each epoch's must be consumed
+        before the next is taken."""
         by_file = len(self.files) >= shard.count
+        shared = None if by_file else shard
         epoch = 0
         while self.epochs is None or epoch < self.epochs:
             rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
@@ -281,30 +373,33 @@ class Dataset(Generic[T]):
                 order = order[shard.index :: shard.count]
             if self.shuffle_buffer:
                 rng.shuffle(order)
-            records = self._interleaved(order)
-            if not by_file:
-                records = _kept(records, shard)
+            records = self._interleaved(order, shared)
+            if shared is not None:
+                records = _kept(records, shared)
             if self.shuffle_buffer:
                 records = _shuffled(records, self.shuffle_buffer, rng)
-            yield from _grouped(records, self.batch_size or _RECORD_CHUNK, self.drop_remainder)
+            yield records
             epoch += 1
 
-    def _interleaved(self, order: list[int]) -> Iterator[_Raw]:
+    def _interleaved(self, order: list[int], shared: Shard | None) -> Iterator[_Raw]:
         """The records of the files ``order``, ``interleave`` files taking turns."""
         if self.interleave == 1:
             for file in order:
-                with self._open(file) as reader:
+                reader = self._open(file, shared)
+                if reader is None:
+                    continue
+                with reader:
                     for index, data in enumerate(reader):
                         yield data, file, index
             return
         pending = iter(order)
         turns: list[tuple[int, TFRecordReader, Iterator[tuple[int, bytes]]]] = []
         try:
-            for file in pending:
-                reader = self._open(file)
-                turns.append((file, reader, enumerate(reader)))
-                if len(turns) == self.interleave:
+            while len(turns) < self.interleave:
+                opened = self._next_open(pending, shared)
+                if opened is None:
                     break
+                turns.append((*opened, enumerate(opened[1])))
             turn = 0
             while turns:
                 turn %= len(turns)
@@ -312,12 +407,11 @@ class Dataset(Generic[T]):
                 record = next(records, None)
                 if record is None:
                     reader.close()
-                    following = next(pending, None)
-                    if following is None:
+                    opened = self._next_open(pending, shared)
+                    if opened is None:
                         del turns[turn]
                     else:
-                        reader = self._open(following)
-                        turns[turn] = (following, reader, enumerate(reader))
+                        turns[turn] = (*opened, enumerate(opened[1]))
                     continue
                 yield record[1], file, record[0]
                 turn += 1
@@ -325,8 +419,72 @@ class Dataset(Generic[T]):
             for _, reader, _ in turns:
                 reader.close()
 
-    def _open(self, file: int) -> TFRecordReader:
-        return TFRecordReader(self.files[file], compression=self._compressions[file])
+    def _next_open(
+        self, pending: Iterator[int], shared: Shard | None
+    ) -> tuple[int, TFRecordReader] | None:
+        """The next of the ``pending`` files that opens, with its reader; ``None`` when none is
+        left."""
+        for file in pending:
+            reader = self._open(file, shared)
+            if reader is not None:
+                return file, reader
+        return None
+
+    def _open(self, file: int, shared: Shard | None) -> TFRecordReader | None:
+        """A reader of file ``file``; with ``on_error="skip"``, ``None`` for a file that cannot be
+        opened, which is reported.
+
+        ``shared`` is the shard when every shard reads every file: a skipped stretch is then
+        reported only by the shard that owns the index of the record after it.
+        """
+        path, compression = self.files[file], self._compressions[file]
+        if self.on_error == "raise":
+            return TFRecordReader(path, compression=compression)
+        report = self._report
+
+        def owned(span: SkippedSpan) -> None:
+            if shared is None or (file + reader.index) % shared.count == shared.index:
+                report(span)
+
+        try:
+            reader = TFRecordReader(path, compression=compression, on_error="skip", on_skip=owned)
+        except OSError as exc:
+            if shared is None or file % shared.count == shared.index:
+                reason = f"cannot read the file: {exc.strerror or exc}"
+                report(SkippedSpan(path, 0, _size(path), reason))
+            return None
+        return reader
+
+
+class _Offsets:
+    """The byte offsets of the records of ``files``, found when a record that does not decode
+    must be reported: one pass over its file (readable records only, as the dataset counts them)
+    gives the offsets of all the file's records."""
+
+    def __init__(self, files: tuple[str, ...], compressions: tuple[Compression, ...]) -> None:
+        self._files = files
+        self._compressions = compressions
+        self._tables: dict[int, array[int]] = {}
+
+    def of(self, file: int, index: int) -> int:
+        """The byte offset of the header of record ``index`` of file ``file``."""
+        table = self._tables.get(file)
+        if table is None:
+            table = array("q")
+            path, compression = self._files[file], self._compressions[file]
+            with TFRecordReader(path, compression=compression, on_error="skip") as reader:
+                for data in reader:
+                    table.append(reader.offset - len(data) - FRAMING)
+            self._tables[file] = table
+        return table[index]
+
+
+def _size(path: str) -> int:
+    """The size of the file at ``path``, or 0 when it cannot be found."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def record_dataset(

@@ -2,9 +2,9 @@
 
 :func:`expand_inputs` turns command-line arguments (files or glob patterns) into files;
 :class:`Scanner` yields every readable record of them with its file, index and byte offset, passes
-over corrupt or truncated stretches (reporting each one), counts what it read and drives a
-:class:`~codegen.tools.progress.Progress` bar. Compression is chosen per file by its suffix
-(``.gz``, ``.zlib``).
+over corrupt or truncated stretches (reporting each one) or raises for them, counts what it read
+and drives a :class:`~codegen.tools.progress.Progress` bar. Compression is chosen per file by its
+suffix (``.gz``, ``.zlib``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TextIO
 
 from codegen.errors import TfrGenError
-from codegen.runtime.tfrecord import SkippedSpan, TFRecordReader, resolve_compression
+from codegen.runtime.tfrecord import OnError, SkippedSpan, TFRecordReader, resolve_compression
 from codegen.tools.progress import Progress
 
 __all__ = ["ScannedRecord", "Scanner", "expand_inputs"]
@@ -64,11 +64,13 @@ class ScannedRecord:
 class Scanner:
     """Iterates over the records of ``paths`` in order, reading each file once.
 
-    A corrupt or truncated stretch of a file is passed over (the reader's skip mode) and handed to
-    ``on_skip`` with the number of records read before it in its file. ``limit`` stops after that
-    many records in all. The counters (``files``, ``records``, ``record_bytes``, ``skipped_spans``,
-    ``skipped_bytes``, and ``file_records``: records per file started) describe what was read so
-    far, also after an interruption.
+    A corrupt or truncated stretch of a file is passed over (the reader's skip mode, the default:
+    ``validate`` and ``infer`` report such stretches as findings) and handed to ``on_skip`` with the
+    number of records read before it in its file; with ``on_error="raise"`` it raises
+    :class:`~codegen.errors.DataError` instead. ``limit`` stops after that many records in all.
+    The counters (``files``, ``records``, ``record_bytes``, ``skipped_spans``, ``skipped_bytes``,
+    and ``file_records``: records per file started) describe what was read so far, also after an
+    interruption.
 
     With a ``progress`` stream that is a terminal, a progress bar labelled ``label`` is drawn on it
     while records are read; leaving the scanner's ``with`` block erases it.
@@ -79,6 +81,7 @@ class Scanner:
         paths: Sequence[str],
         *,
         on_skip: Callable[[SkippedSpan, int], None] | None = None,
+        on_error: OnError = "skip",
         progress: TextIO | None = None,
         label: str = "scan",
         limit: int | None = None,
@@ -87,6 +90,7 @@ class Scanner:
         self.sizes = tuple(os.stat(path).st_size for path in self.paths)
         self.total_bytes = sum(self.sizes)
         self.on_skip = on_skip
+        self.on_error = on_error
         self.progress = (
             None if progress is None else Progress(progress, self.total_bytes, label=label)
         )
@@ -133,8 +137,8 @@ class Scanner:
                 TFRecordReader(
                     file,
                     compression=resolve_compression(path, "auto"),
-                    on_error="skip",
-                    on_skip=self._skipped,
+                    on_error=self.on_error,
+                    on_skip=self._skipped if self.on_error == "skip" else None,
                 ) as reader,
             ):
                 for data in reader:

@@ -10,12 +10,13 @@ number of values of each length.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from codegen.errors import RecordError
 from codegen.runtime.dtypes import Wire
+from codegen.runtime.tfrecord import OnError, SkippedSpan
 from codegen.tools.observe import KeyObservation, Observation
 from codegen.tools.scan import Scanner
 from codegen.tools.values import Json, float32_json, float32_text
@@ -43,12 +44,33 @@ class Stats:
     interrupted: bool = False
 
 
-def collect_stats(paths: Sequence[str], *, progress: TextIO | None = None) -> Stats:
+def collect_stats(
+    paths: Sequence[str],
+    *,
+    progress: TextIO | None = None,
+    on_error: OnError = "raise",
+    on_skip: Callable[[SkippedSpan, int], None] | None = None,
+) -> Stats:
     """The statistics of every record of ``paths``; Ctrl-C ends the scan early (``interrupted``).
 
-    ``progress`` is where a progress bar is drawn when it is a terminal.
+    ``progress`` is where a progress bar is drawn when it is a terminal. A corrupt or truncated
+    stretch raises :class:`~codegen.errors.DataError`, or with ``on_error="skip"`` is counted and
+    handed to ``on_skip`` with the number of records read before it in its file (the progress bar
+    erased first). Records whose bytes do not parse are listed in ``malformed`` either way.
     """
-    scanner = Scanner(paths, progress=progress, label="stats")
+
+    def skipped(span: SkippedSpan, index: int) -> None:
+        scanner.clear_progress()
+        if on_skip is not None:
+            on_skip(span, index)
+
+    scanner = Scanner(
+        paths,
+        on_skip=skipped if on_error == "skip" else None,
+        on_error=on_error,
+        progress=progress,
+        label="stats",
+    )
     stats = Stats(scanner.paths, scanner.sizes)
     try:
         with scanner:
