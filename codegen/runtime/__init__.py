@@ -63,6 +63,7 @@ from codegen.runtime.records import (
     values_equal,
 )
 from codegen.runtime.sequences import SequenceRagged, SequenceStrings, SequenceTensor
+from codegen.runtime.skips import SkipCounts, SkippedRecord
 from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tfcompat import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
 from codegen.runtime.tfrecord import (
@@ -136,6 +137,8 @@ __all__ = [
     "SequenceRagged",
     "SequenceStrings",
     "SequenceTensor",
+    "SkipCounts",
+    "SkippedRecord",
     "SkippedSpan",
     "TFRecordReader",
     "TFRecordWriter",
