@@ -144,7 +144,8 @@ class Digit:
     ) -> _Iterator[_Self]:
         """Read and decode every record of a TFRecord file, checking both CRCs of each.
 
-        ``on_error="skip"`` skips corrupt stretches (reported to ``on_skip``) instead of raising ``DataError``.
+        ``on_error="skip"`` skips corrupt stretches and records that do not decode (reported to ``on_skip``, logged as
+        warnings without it) instead of raising ``DataError``.
         """
         return _rt.read_decoded(
             path,

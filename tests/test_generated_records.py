@@ -30,7 +30,7 @@ from matrix import (
 )
 
 from codegen.errors import DataError, RecordError
-from codegen.runtime import DTYPES, FeatureInfo, proto, write_tfrecord
+from codegen.runtime import DTYPES, FeatureInfo, SkippedRecord, SkippedSpan, proto, write_tfrecord
 
 
 @pytest.fixture(scope="session")
@@ -511,6 +511,26 @@ def test_a_corrupt_record_is_reported_with_its_file_position(tmp_path: Path) -> 
         next(reader)
     assert (info.value.path, info.value.index, info.value.offset) == (str(path), 1, offset)
     assert "corrupt data CRC" in str(info.value)
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_skip_mode_passes_over_records_that_do_not_decode(tmp_path: Path, compression: Any) -> None:
+    digit = generated_module("mnist").Digit
+    records = samples("mnist")
+    path = tmp_path / "digits.tfrecord"
+    serialized = [r.encode() for r in records]
+    write_tfrecord(path, [serialized[0], b"\x0f", serialized[1]], compression=compression)
+    skipped: list[SkippedSpan] = []
+    read = list(
+        digit.read_tfrecord(path, compression=compression, on_error="skip", on_skip=skipped.append)
+    )
+    assert read == records[:2]
+    offset = _frame(serialized[0])
+    assert skipped == [SkippedRecord(str(path), offset, 1 + 16, skipped[0].reason, 1)]
+    assert "Digit: Example: invalid wire type 7" in skipped[0].reason
+    with pytest.raises(DataError) as info:
+        list(digit.read_tfrecord(path, compression=compression))
+    assert (info.value.index, info.value.offset) == (1, offset)
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
