@@ -2,7 +2,7 @@
 
 Project metadata lives in pyproject.toml; this file adds what setuptools cannot say there:
 
-* ``codegen._speedups`` (``codegen/_speedups*.c``, see ``codegen/_speedups.h``), an optional
+* ``codegen._speedups`` (the C sources in ``codegen/_speedups/``, which share ``speedups.h``), an optional
   extension: a machine without a C compiler still builds and installs the pure-Python package
   (the runtime then uses ``codegen/runtime/wire.py`` alone).
 * the top-level ``templates/`` copied into the wheel as ``codegen/templates/`` (an editable
@@ -59,8 +59,8 @@ setup(
     ext_modules=[
         Extension(
             "codegen._speedups",
-            sorted(str(p.relative_to(ROOT)) for p in (ROOT / "codegen").glob("_speedups*.c")),
-            depends=["codegen/_speedups.h"],
+            sorted(str(p.relative_to(ROOT)) for p in (ROOT / "codegen" / "_speedups").glob("*.c")),
+            depends=["codegen/_speedups/speedups.h"],
             optional=True,
         )
     ],

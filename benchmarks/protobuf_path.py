@@ -7,7 +7,7 @@ generated class gives (``int``, ``float``, ``str``, ``bytes``, lists, numpy arra
 dtype and shape). It uses protobuf's fastest idioms: numpy arrays go in as ``tolist()`` and come
 out through ``np.array(repeated_field, dtype)``.
 
-The message classes are ``codegen.runtime.proto``'s (TensorFlow's wire format, in a private
+The message classes are ``codegen.runtime.tf.proto``'s (TensorFlow's wire format, in a private
 descriptor pool, so this works next to TensorFlow in one process).
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from codegen.runtime import DTYPES, FeatureInfo, FeatureSpec, Kind, proto
+from codegen.runtime import DTYPES, FeatureInfo, FeatureSpec, Kind
+from codegen.runtime.tf import proto
 
 Message = Any
 """A protobuf message (its class is built at run time)."""

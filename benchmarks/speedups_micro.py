@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 from google.protobuf.internal import api_implementation
 
-from codegen.runtime import accel, proto, varint, wire
+from codegen.runtime import accel
+from codegen.runtime.codec import varint, wire
+from codegen.runtime.tf import proto
 
 Timed = Callable[[], object] | None
 """A callable to time, or None where a contender has no such function."""

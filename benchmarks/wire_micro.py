@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/wire_micro.py``. For two records (an int64 label with an int64[784] image
 of values 0..255, and an int64 label with a float32[128] embedding) it prints the time per record
-of encoding and decoding with ``codegen.runtime.wire`` and with the protobuf message classes, and
+of encoding and decoding with ``codegen.runtime.codec.wire`` and with the protobuf message classes, and
 the speed-up; then the int64 list codecs per list size and value range (the paths they take
 change with both). Each time is the best of several interleaved rounds, so that load from other
 processes affects both sides alike.
@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from google.protobuf.internal import api_implementation
 
-from codegen.runtime import proto, wire
+from codegen.runtime.codec import wire
+from codegen.runtime.tf import proto
 
 Case = tuple[str, Callable[[], object], Callable[[], object]]
 ROUNDS = 7

@@ -13,9 +13,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from codegen.render import render_source
-from codegen.runtime.tfrecord import Compression
-from codegen.schema import load_schema
+from codegen.generator.load import load_schema
+from codegen.generator.render import render_source
+from codegen.runtime.io.tfrecord import Compression
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"

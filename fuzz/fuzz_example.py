@@ -24,7 +24,7 @@ with atheris.instrument_imports(include=["codegen", "common", *GENERATED]):
     from common import record_classes
 
     from codegen.errors import RecordError
-    from codegen.runtime import wire
+    from codegen.runtime.codec import wire
 
     CLASSES = record_classes()
 DECODERS: dict[int, Callable[[bytes], object]] = {

@@ -15,9 +15,9 @@ import atheris  # type: ignore[import-untyped]
 
 with atheris.instrument_imports(include=["codegen"]):
     from codegen.errors import SchemaError
-    from codegen.render import render_source
-    from codegen.schema import parse_canonical, parse_schema
-    from codegen.schema.loader import decode_text
+    from codegen.generator.load import parse_canonical, parse_schema
+    from codegen.generator.render import render_source
+    from codegen.generator.schema.loader import decode_text
 
 
 def test_one_input(data: bytes) -> None:

@@ -19,7 +19,7 @@ with atheris.instrument_imports(include=["codegen", "common"]):
     from common import read_mode
 
     from codegen.errors import DataError
-    from codegen.runtime.tfrecord import TFRecordReader, TFRecordWriter
+    from codegen.runtime.io.tfrecord import TFRecordReader, TFRecordWriter
 
 
 def _framed(records: list[bytes]) -> bytes:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from common import COMPRESSIONS, DATA, ROOT, mode_byte, record_classes
 
-from codegen.runtime.tfrecord import Compression, read_tfrecord
-from codegen.schema import load_schema
+from codegen.generator.load import load_schema
+from codegen.runtime.io.tfrecord import Compression, read_tfrecord
 
 CORPUS = DATA / "corpus"
 

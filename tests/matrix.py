@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from codegen.render import render
+from codegen.generator.load import parse_schema
+from codegen.generator.render import render
+from codegen.generator.schema.model import RAW_DTYPES
 from codegen.runtime import DTYPES, DType, FeatureInfo, Kind
-from codegen.schema import parse_schema
-from codegen.schema.model import RAW_DTYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -548,7 +548,7 @@ def flat_values(value: object) -> list[object] | None:
 def build_feature(classes: Any, wire: str, values: list[object]) -> Any:
     """A ``Feature`` whose list ``wire`` holds ``values`` (set even when empty).
 
-    ``classes`` holds the message classes: ``tf.train`` or ``codegen.runtime.proto``.
+    ``classes`` holds the message classes: ``tf.train`` or ``codegen.runtime.tf.proto``.
     """
     lists = {
         "int64_list": classes.Int64List,
@@ -601,7 +601,7 @@ def feature_entries(classes: Any, info: FeatureInfo, value: object) -> list[tupl
 
 def build_example(classes: Any, infos: Iterable[FeatureInfo], values: Mapping[str, object]) -> Any:
     """An ``Example`` holding ``values`` (attribute -> value; absent or ``None``: no feature), built
-    with the message classes of ``classes`` (``tf.train`` or ``codegen.runtime.proto``)."""
+    with the message classes of ``classes`` (``tf.train`` or ``codegen.runtime.tf.proto``)."""
     features = {
         key: feature
         for info in infos

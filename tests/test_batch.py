@@ -23,24 +23,20 @@ from hypothesis import strategies as st
 from matrix import SCHEMAS, matrix_yaml
 
 import codegen.runtime as runtime
-from codegen import render
 from codegen.errors import RecordError, TfrGenError
-from codegen.ir import SchemaIR
+from codegen.generator import render
+from codegen.generator.ir import SchemaIR
+from codegen.generator.load import parse_schema
 from codegen.runtime import (
     DTYPES,
     DType,
     FeatureInfo,
     Kind,
-    batch,
-    columns,
-    features,
-    sequences,
-    wire,
 )
 from codegen.runtime.accel import speedups
-from codegen.runtime.columns import Masked, Ragged
-from codegen.runtime.varint import encode_varint
-from codegen.schema import parse_schema
+from codegen.runtime.codec import batch, columns, features, sequences, wire
+from codegen.runtime.codec.columns import Masked, Ragged
+from codegen.runtime.codec.varint import encode_varint
 
 SHAPES = textwrap.dedent(
     """\

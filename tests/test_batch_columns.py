@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from codegen.errors import RecordError
-from codegen.runtime.columns import Masked, Ragged
+from codegen.runtime.codec.columns import Masked, Ragged
 
 
 def test_rows_are_slices_of_the_values() -> None:

@@ -21,8 +21,8 @@ import pytest
 from matrix import GENERATED, ROOT, generated_module
 
 from codegen.errors import MissingExtraError
-from codegen.render import render
-from codegen.schema import parse_schema
+from codegen.generator.load import parse_schema
+from codegen.generator.render import render
 
 PIPELINES = ROOT / "tests" / "beam_pipelines.py"
 MULTI_PROCESS = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from codegen.runtime import FeatureInfo, FeatureSpec, wire
+from codegen.runtime import FeatureInfo, FeatureSpec
+from codegen.runtime.codec import wire
 
 ROOT = Path(__file__).resolve().parent.parent
 

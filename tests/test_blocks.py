@@ -1,4 +1,4 @@
-"""``Block``, the accelerator's buffer of decoded values (``codegen/_speedups_blocks.c``): what
+"""``Block``, the accelerator's buffer of decoded values (``codegen/_speedups/blocks.c``): what
 numpy sees of it, and the pool that hands a large one's memory to the next batch."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from test_speedups import import_speedups
 
-from codegen.runtime import release_pooled_memory, wire
+from codegen.runtime import release_pooled_memory
 from codegen.runtime.accel import BlockBuffer, Speedups
+from codegen.runtime.codec import wire
 
 POOL_MIN = 256 * 1024
 POOL_SLOTS = 64

@@ -17,10 +17,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen import naming
 from codegen.errors import SchemaError
-from codegen.ir import FeatureIR, Location, RecordIR, SchemaIR
-from codegen.schema import canonical_json, fingerprint, parse_canonical, parse_schema
+from codegen.generator import naming
+from codegen.generator.canonical import canonical_json, fingerprint
+from codegen.generator.ir import FeatureIR, Location, RecordIR, SchemaIR
+from codegen.generator.load import parse_canonical, parse_schema
 
 BASE = textwrap.dedent(
     """\

@@ -32,8 +32,8 @@ from codegen.compat import (
     overall,
 )
 from codegen.errors import RecordError
-from codegen.render import render
-from codegen.schema import parse_schema
+from codegen.generator.load import parse_schema
+from codegen.generator.render import render
 
 K, C = ChangeKind, Classification
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from codegen.runtime.tfrecord import TFRecordReader, read_tfrecord
-from codegen.runtime.wire import parse_example, parse_sequence_example
+from codegen.runtime.codec.wire import parse_example, parse_sequence_example
+from codegen.runtime.io.tfrecord import TFRecordReader, read_tfrecord
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS = DATA / "corpus"

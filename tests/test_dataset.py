@@ -21,8 +21,9 @@ import pytest
 
 from codegen.compat import ChangeKind
 from codegen.errors import DataError, SchemaMismatchError, TfrGenError
-from codegen.render import render
-from codegen.runtime.dataset import (
+from codegen.generator.load import parse_schema
+from codegen.generator.render import render
+from codegen.runtime.data.shards import (
     MANIFEST_SUFFIX,
     Manifest,
     SchemaInfo,
@@ -31,9 +32,8 @@ from codegen.runtime.dataset import (
     read_dataset,
     write_dataset,
 )
-from codegen.runtime.skips import SkipCounts, SkippedRecord
-from codegen.runtime.tfrecord import Compression, SkippedSpan, read_tfrecord
-from codegen.schema import parse_schema
+from codegen.runtime.io.skips import SkipCounts, SkippedRecord
+from codegen.runtime.io.tfrecord import Compression, SkippedSpan, read_tfrecord
 
 V1 = textwrap.dedent(
     """\

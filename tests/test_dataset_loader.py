@@ -20,10 +20,10 @@ from test_batch import batch_module
 
 from codegen.errors import DataError, TfrGenError
 from codegen.runtime import write_tfrecord
-from codegen.runtime.columns import Ragged
-from codegen.runtime.loader import Dataset, Shard, record_dataset
-from codegen.runtime.skips import SkipCounts, SkippedRecord
-from codegen.runtime.tfrecord import Compression, SkippedSpan
+from codegen.runtime.codec.columns import Ragged
+from codegen.runtime.data.dataset import Dataset, Shard, record_dataset
+from codegen.runtime.io.skips import SkipCounts, SkippedRecord
+from codegen.runtime.io.tfrecord import Compression, SkippedSpan
 
 SCHEMA = """\
 version: 1

@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from test_sequences import pb_lists
 
-from codegen.errors import RecordError
-from codegen.runtime import proto, wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     DTYPES,
     FLOAT16,
@@ -28,8 +26,11 @@ from codegen.runtime.dtypes import (
     UINT64,
     DType,
 )
-from codegen.runtime.sequences import SequenceRagged, SequenceTensor
-from codegen.runtime.tensors import RawTensor
+from codegen.errors import RecordError
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.sequences import SequenceRagged, SequenceTensor
+from codegen.runtime.codec.tensors import RawTensor
+from codegen.runtime.tf import proto
 
 Shape = tuple[int | None, ...]
 

@@ -13,9 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen.errors import MissingExtraError, RecordError, TfrGenError
-from codegen.runtime import proto, wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     FLOAT32,
@@ -32,8 +30,9 @@ from codegen.runtime.dtypes import (
     DType,
     Kind,
 )
-from codegen.runtime.featureinfo import FeatureInfo, FeatureSpec
-from codegen.runtime.features import (
+from codegen.errors import MissingExtraError, RecordError, TfrGenError
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.features import (
     NO_DEFAULT,
     BoolScalar,
     BytesList,
@@ -45,7 +44,9 @@ from codegen.runtime.features import (
     TextList,
     TextScalar,
 )
-from codegen.runtime.tfcompat import tf_parse_example
+from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
+from codegen.runtime.tf import proto
+from codegen.runtime.tf.parse import parse_specs, post_process, tf_parse_example
 
 Shape = tuple[int | None, ...]
 
@@ -982,9 +983,9 @@ def test_tensorflow_helpers_name_the_missing_extra(monkeypatch: pytest.MonkeyPat
     codec = make(INT64, ())
     message = r"install it with: pip install 'tfr-gen\[tensorflow\]'"
     with pytest.raises(MissingExtraError, match=r"^TensorFlow is required for .*" + message):
-        codec.tf_specs()
+        parse_specs(codec.info())
     with pytest.raises(MissingExtraError, match=message):
-        codec.tf_post({}, batched=False)
+        post_process(codec.info(), {}, batched=False)
     with pytest.raises(MissingExtraError, match=message):
         tf_parse_example(b"", [codec])
 

@@ -10,9 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from codegen.errors import RecordError
-from codegen.runtime import wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     FLOAT32,
@@ -27,7 +25,9 @@ from codegen.runtime.dtypes import (
     DType,
     Kind,
 )
-from codegen.runtime.features import (
+from codegen.errors import RecordError
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.features import (
     BoolScalar,
     BytesList,
     BytesScalar,
@@ -38,7 +38,7 @@ from codegen.runtime.features import (
     TextList,
     TextScalar,
 )
-from codegen.runtime.tfcompat import tf_parse_example
+from codegen.runtime.tf.parse import parse_specs, tf_parse_example
 
 pytestmark = pytest.mark.tensorflow
 
@@ -198,19 +198,19 @@ def test_absent_optional_features_parse_like_our_decoder(tf: Any) -> None:
 
 
 def test_parse_specs_are_the_documented_tensorflow_features(tf: Any) -> None:
-    specs = make(FLOAT32, (2, 3), "a", default=[[0, 1, 2], [3, 4, 5]]).tf_specs()
+    specs = parse_specs(make(FLOAT32, (2, 3), "a", default=[[0, 1, 2], [3, 4, 5]]).info())
     assert list(specs) == ["key a"]
     spec = specs["key a"]
     assert isinstance(spec, tf.io.FixedLenFeature)
     assert spec.shape == (2, 3) and spec.dtype == tf.float32
     assert np.asarray(spec.default_value).tolist() == [[0, 1, 2], [3, 4, 5]]
-    required = make(UINT8, (), "b").tf_specs()
+    required = parse_specs(make(UINT8, (), "b").info())
     assert required == {"key b": tf.io.FixedLenFeature((), tf.int64, default_value=None)}
-    ragged = make(STRING, (None, 2), "c").tf_specs()
+    ragged = parse_specs(make(STRING, (None, 2), "c").info())
     assert ragged == {
         "key c": tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64, partitions=[])
     }
-    optional = make(BOOL, (3,), "d", optional=True).tf_specs()
+    optional = parse_specs(make(BOOL, (3,), "d", optional=True).info())
     assert optional == {
         "key d": tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64, partitions=[])
     }

@@ -1,5 +1,5 @@
-"""The TFRecord framing primitives: the C accelerator's (``codegen/_speedups_frames.c``) against
-their pure-Python equivalents (``codegen.runtime.tfrecord.PURE_PYTHON``) and the crc32c package,
+"""The TFRecord framing primitives: the C accelerator's (``codegen/_speedups/frames.c``) against
+their pure-Python equivalents (``codegen.runtime.io.tfrecord.PURE_PYTHON``) and the crc32c package,
 and the reader and writer running on each."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from test_tfrecord import frame
 
 from codegen.errors import DataError
-from codegen.runtime import accel, tfrecord
-from codegen.runtime.tfrecord import (
+from codegen.runtime import accel
+from codegen.runtime.io import tfrecord
+from codegen.runtime.io.tfrecord import (
     PURE_PYTHON,
     FrameCodec,
     SkippedSpan,
@@ -240,7 +241,7 @@ def test_the_accelerator_is_used_when_built(sp: FramesModule) -> None:
 
 def test_pure_python_variable_selects_the_python_primitives() -> None:
     check = (
-        "from codegen.runtime import tfrecord; "
+        "from codegen.runtime.io import tfrecord; "
         "assert tfrecord.FRAMES is tfrecord.PURE_PYTHON, tfrecord.FRAMES"
     )
     env = {**os.environ, accel.PURE_PYTHON_VARIABLE: "1"}

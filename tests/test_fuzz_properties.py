@@ -41,10 +41,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import DataError, RecordError, SchemaError, TfrGenError
-from codegen.render import render_source
-from codegen.runtime import DTYPES, DType, FeatureInfo, Kind, wire
-from codegen.runtime.tfrecord import Compression, TFRecordReader, TFRecordWriter, read_tfrecord
-from codegen.schema import parse_canonical, parse_schema
+from codegen.generator.load import parse_canonical, parse_schema
+from codegen.generator.render import render_source
+from codegen.runtime import DTYPES, DType, FeatureInfo, Kind
+from codegen.runtime.codec import wire
+from codegen.runtime.io.tfrecord import Compression, TFRecordReader, TFRecordWriter, read_tfrecord
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"

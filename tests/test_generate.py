@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codegen.cli import main
-from codegen.generate import generate
+from codegen.generator.api import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"

@@ -30,7 +30,8 @@ from matrix import (
 )
 
 from codegen.errors import DataError, RecordError
-from codegen.runtime import DTYPES, FeatureInfo, SkippedRecord, SkippedSpan, proto, write_tfrecord
+from codegen.runtime import DTYPES, FeatureInfo, SkippedRecord, SkippedSpan, write_tfrecord
+from codegen.runtime.tf import proto
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from codegen.render import render
-from codegen.schema import parse_schema
+from codegen.generator.load import parse_schema
+from codegen.generator.render import render
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 SAFE_FILTERS = {

@@ -1,4 +1,4 @@
-"""The compiled Example plan (``codegen.runtime.plan``) against the codecs' own decoding.
+"""The compiled Example plan (``codegen.runtime.codec.plan``) against the codecs' own decoding.
 
 Differential tests: for codecs of every kind the plan covers (every list dtype, scalars with
 defaults and optional ones, fixed and leading-``None`` arrays, string lists, raw tensors with fixed
@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_speedups import import_speedups
 
+from codegen.dtypes import DType, Kind
 from codegen.errors import RecordError
 from codegen.runtime import (
     BOOL,
@@ -48,10 +49,8 @@ from codegen.runtime import (
     SequenceTensor,
     TextList,
     TextScalar,
-    plan,
-    wire,
 )
-from codegen.runtime.dtypes import DType, Kind
+from codegen.runtime.codec import plan, wire
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIST_INTS = (INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8, BOOL)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-from codegen.runtime import proto
+from codegen.runtime.tf import proto
 
 MESSAGES = (
     "BytesList",
@@ -31,11 +31,11 @@ import os, sys
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 FIRST = sys.argv[1]
 if FIRST == "ours":
-    from codegen.runtime import proto
+    from codegen.runtime.tf import proto
     import tensorflow as tf
 else:
     import tensorflow as tf
-    from codegen.runtime import proto
+    from codegen.runtime.tf import proto
 
 ours = proto.Example()
 ours.features.feature["ids"].int64_list.value.extend([1, -2, 3])

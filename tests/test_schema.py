@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
-from codegen import naming
-from codegen.ir import (
+from codegen.dtypes import DTYPES
+from codegen.generator import naming
+from codegen.generator.ir import (
     FeatureIR,
     Location,
     NumericScalar,
@@ -20,9 +21,8 @@ from codegen.ir import (
     StringList,
     StringScalar,
 )
-from codegen.runtime.dtypes import DTYPES
-from codegen.schema import SchemaDoc, load_schema, parse_schema
-from codegen.schema.model import LIST_DTYPES
+from codegen.generator.load import load_schema, parse_schema
+from codegen.generator.schema.model import LIST_DTYPES, SchemaDoc
 
 CUSTOMER = """\
 version: 1                       # required integer >= 1 (not bool, not float)

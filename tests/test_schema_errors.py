@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import Diagnostic, SchemaError, TfrGenError
-from codegen.schema import MAX_BYTES, load_schema, parse_schema
+from codegen.generator.load import load_schema, parse_schema
+from codegen.generator.schema.loader import MAX_BYTES
 
 ALLOWED_FEATURE_FIELDS = "key, dtype, shape, default, optional, doc, encoding"
 ALLOWED_TAGS = "only !!str, !!int, !!float, !!bool, !!null, !!binary, !!seq and !!map are allowed"

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from codegen.dtypes import DTYPES
 from codegen.errors import SchemaError
-from codegen.ir import (
+from codegen.generator.ir import (
     Location,
     NumericScalar,
     RaggedTensor,
@@ -18,8 +19,8 @@ from codegen.ir import (
     SequenceFeature,
     StringScalar,
 )
-from codegen.runtime.dtypes import DTYPES
-from codegen.schema import SchemaDoc, parse_schema
+from codegen.generator.load import parse_schema
+from codegen.generator.schema.model import SchemaDoc
 
 SCHEMA = textwrap.dedent(
     """\

@@ -11,9 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen.errors import RecordError, TfrGenError
-from codegen.runtime import proto, wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     FLOAT32,
@@ -29,8 +27,16 @@ from codegen.runtime.dtypes import (
     DType,
     Kind,
 )
-from codegen.runtime.featureinfo import FeatureInfo, FeatureSpec
-from codegen.runtime.sequences import SequenceCodec, SequenceRagged, SequenceStrings, SequenceTensor
+from codegen.errors import RecordError, TfrGenError
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
+from codegen.runtime.codec.sequences import (
+    SequenceCodec,
+    SequenceRagged,
+    SequenceStrings,
+    SequenceTensor,
+)
+from codegen.runtime.tf import proto
 
 Shape = tuple[int | None, ...]
 Lists = dict[bytes, list[tuple[int, bytes]]]

@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from codegen.errors import RecordError
-from codegen.runtime import tf_feature_spec, wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BYTES,
     DTYPES,
     FLOAT32,
@@ -25,10 +23,18 @@ from codegen.runtime.dtypes import (
     DType,
     Kind,
 )
-from codegen.runtime.features import Codec, IntScalar, TextList
-from codegen.runtime.sequences import SequenceCodec, SequenceRagged, SequenceStrings, SequenceTensor
-from codegen.runtime.tensors import RaggedTensor, RawTensor
-from codegen.runtime.tfcompat import tf_parse_sequence_example
+from codegen.errors import RecordError
+from codegen.runtime import tf_feature_spec
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.features import Codec, IntScalar, TextList
+from codegen.runtime.codec.sequences import (
+    SequenceCodec,
+    SequenceRagged,
+    SequenceStrings,
+    SequenceTensor,
+)
+from codegen.runtime.codec.tensors import RaggedTensor, RawTensor
+from codegen.runtime.tf.parse import parse_specs, tf_parse_sequence_example
 
 pytestmark = pytest.mark.tensorflow
 
@@ -222,13 +228,13 @@ def test_sequence_examples_built_by_tensorflow_decode_like_tensorflow_parses_the
 
 
 def test_sequence_parse_specs_are_the_documented_tensorflow_features(tf: Any) -> None:
-    assert make(FLOAT32, (2,), "a").tf_specs() == {
+    assert parse_specs(make(FLOAT32, (2,), "a").info()) == {
         "key a": tf.io.FixedLenSequenceFeature((2,), tf.float32)
     }
-    assert make(STRING, (), "b", optional=True).tf_specs() == {
+    assert parse_specs(make(STRING, (), "b", optional=True).info()) == {
         "key b": tf.io.FixedLenSequenceFeature((), tf.string, allow_missing=True)
     }
-    assert make(UINT8, (None, 3), "c").tf_specs() == {
+    assert parse_specs(make(UINT8, (None, 3), "c").info()) == {
         "key c": tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64)
     }
     assert list(tf_feature_spec([make(BYTES, (None,), "d"), make(INT64, (), "e")])) == [

@@ -3,7 +3,7 @@
 Differential tests: on valid Examples and SequenceExamples (protobuf's serialization and
 hand-made encodings: unpacked, chunked, merged, reordered, replaced oneof members, duplicate keys,
 unknown fields of every wire type), on malformed, mutated and random bytes, the C functions return
-exactly what ``codegen.runtime.wire`` returns, or raise :class:`RecordError` with the same message.
+exactly what ``codegen.runtime.codec.wire`` returns, or raise :class:`RecordError` with the same message.
 ``encode_int64_packed`` equals protobuf's packed payload, and ``scan_batch`` equals decoding each
 record on its own. In CI a missing extension fails these tests; elsewhere they are skipped.
 """
@@ -25,7 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import RecordError
-from codegen.runtime import accel, batch, proto, varint, wire
+from codegen.runtime import accel
+from codegen.runtime.codec import batch, varint, wire
+from codegen.runtime.tf import proto
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,9 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from codegen.errors import RecordError, TfrGenError
-from codegen.runtime import proto, values_equal, wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     DTYPES,
@@ -33,8 +31,12 @@ from codegen.runtime.dtypes import (
     DType,
     Kind,
 )
-from codegen.runtime.featureinfo import FeatureInfo, FeatureSpec
-from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
+from codegen.errors import RecordError, TfrGenError
+from codegen.runtime import values_equal
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
+from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
+from codegen.runtime.tf import proto
 
 Shape = tuple[int | None, ...]
 Features = dict[bytes, tuple[int, bytes]]

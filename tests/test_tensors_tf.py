@@ -10,9 +10,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from codegen.errors import RecordError
-from codegen.runtime import tf_feature_spec, wire
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     DTYPES,
@@ -25,9 +23,12 @@ from codegen.runtime.dtypes import (
     DType,
     Kind,
 )
-from codegen.runtime.features import Codec
-from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
-from codegen.runtime.tfcompat import tf_parse_example
+from codegen.errors import RecordError
+from codegen.runtime import tf_feature_spec
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.features import Codec
+from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
+from codegen.runtime.tf.parse import parse_specs, tf_parse_example
 
 pytestmark = pytest.mark.tensorflow
 
@@ -223,12 +224,14 @@ def test_examples_built_by_tensorflow_decode_like_tensorflow_parses_them(tf: Any
 
 
 def test_parse_specs_are_the_documented_tensorflow_features(tf: Any) -> None:
-    assert raw(FLOAT64, (2,), "a").tf_specs() == {"key a": tf.io.FixedLenFeature((), tf.string)}
-    assert raw(UINT8, (None, None, 3), "b").tf_specs() == {
+    assert parse_specs(raw(FLOAT64, (2,), "a").info()) == {
+        "key a": tf.io.FixedLenFeature((), tf.string)
+    }
+    assert parse_specs(raw(UINT8, (None, None, 3), "b").info()) == {
         "key b": tf.io.FixedLenFeature((), tf.string),
         "key b/shape": tf.io.FixedLenFeature((3,), tf.int64),
     }
-    assert raw(INT64, (None,), "c", optional=True).tf_specs() == {
+    assert parse_specs(raw(INT64, (None,), "c", optional=True).info()) == {
         "key c": tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64),
         "key c/shape": tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64),
     }
@@ -242,7 +245,7 @@ def test_parse_specs_are_the_documented_tensorflow_features(tf: Any) -> None:
             tf.float32, value_key="key d", partitions=partitions, row_splits_dtype=tf.int64
         )
     }
-    assert ragged(FLOAT32, (None, None, None, 4), "d").tf_specs() == spec
+    assert parse_specs(ragged(FLOAT32, (None, None, None, 4), "d").info()) == spec
     codecs = [raw(UINT8, (None, None, 3), "b"), ragged(FLOAT32, (None, None, None, 4), "d")]
     assert list(tf_feature_spec(codecs)) == ["key b", "key b/shape", "key d"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from codegen.errors import DataError
-from codegen.runtime.tfrecord import (
+from codegen.runtime.io.tfrecord import (
     Compression,
     TFRecordReader,
     read_tfrecord,

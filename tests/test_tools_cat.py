@@ -26,8 +26,8 @@ from test_tools_common import (
     tf_write,
 )
 
-from codegen.runtime import wire
-from codegen.runtime.tfrecord import write_tfrecord
+from codegen.runtime.codec import wire
+from codegen.runtime.io.tfrecord import write_tfrecord
 
 CUSTOMER_SCHEMA = str(ROOT / "schemas" / "customer.yaml")
 

@@ -20,10 +20,11 @@ from test_tools_common import (
 )
 
 from codegen.errors import RecordError, TfrGenError
-from codegen.ir import NumericTensor, RecordIR
-from codegen.runtime import wire
-from codegen.runtime.tfrecord import write_tfrecord
-from codegen.schema import SchemaDoc, parse_schema
+from codegen.generator.ir import NumericTensor, RecordIR
+from codegen.generator.load import parse_schema
+from codegen.generator.schema.model import SchemaDoc
+from codegen.runtime.codec import wire
+from codegen.runtime.io.tfrecord import write_tfrecord
 from codegen.tools.dynamic import DynamicRecord, build_codec
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs

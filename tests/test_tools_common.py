@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from codegen.cli import main
-from codegen.render import render
-from codegen.schema import parse_schema
+from codegen.generator.load import parse_schema
+from codegen.generator.render import render
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"

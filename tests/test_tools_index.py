@@ -24,7 +24,7 @@ from test_tools_common import (
 )
 
 from codegen.errors import DataError, RecordError, TfrGenError
-from codegen.runtime.indexed import (
+from codegen.runtime.io.indexed import (
     IndexedReader,
     IndexedRecords,
     index_bytes,
@@ -32,7 +32,7 @@ from codegen.runtime.indexed import (
     scan_offsets,
     write_index,
 )
-from codegen.runtime.tfrecord import read_tfrecord, write_tfrecord
+from codegen.runtime.io.tfrecord import read_tfrecord, write_tfrecord
 
 RECORDS = [b"", b"a", b"bc" * 100, bytes(range(256)) * 9, b"last"]
 

@@ -24,11 +24,11 @@ from test_tools_common import (
 )
 
 from codegen.errors import TfrGenError
-from codegen.runtime import wire
-from codegen.runtime.tfrecord import read_tfrecord, write_tfrecord
-from codegen.schema import parse_schema
+from codegen.generator.load import parse_schema
+from codegen.runtime.codec import wire
+from codegen.runtime.io.tfrecord import read_tfrecord, write_tfrecord
 from codegen.tools.dynamic import DynamicRecord
-from codegen.tools.infer import feature_names, infer_record, record_name_for, schema_yaml
+from codegen.tools.inference import feature_names, infer_record, record_name_for, schema_yaml
 from codegen.tools.observe import Observation
 
 

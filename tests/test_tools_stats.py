@@ -23,8 +23,8 @@ from test_tools_common import (
     tf_write,
 )
 
-from codegen.runtime import wire
-from codegen.runtime.tfrecord import write_tfrecord
+from codegen.runtime.codec import wire
+from codegen.runtime.io.tfrecord import write_tfrecord
 from codegen.tools.observe import Observation
 
 

@@ -21,9 +21,9 @@ from test_tools_common import (
     tf_write,
 )
 
-from codegen.runtime import wire
-from codegen.runtime.tfrecord import write_tfrecord
-from codegen.tools import validate
+from codegen.runtime.codec import wire
+from codegen.runtime.io.tfrecord import write_tfrecord
+from codegen.tools import validation as validate
 
 SCHEMA = """\
 version: 1

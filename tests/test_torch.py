@@ -12,11 +12,11 @@ import pytest
 from test_batch import batch_module
 from test_dataset_loader import SCHEMA, SIZES, write_shards
 
-from codegen.runtime.columns import Masked, Ragged
-from codegen.runtime.loader import Dataset
+from codegen.runtime.codec.columns import Masked, Ragged
+from codegen.runtime.data.dataset import Dataset
 
 torch = pytest.importorskip("torch")
-from codegen.runtime.torchdata import tensors  # noqa: E402  (needs torch)
+from codegen.runtime.data.pytorch import tensors  # noqa: E402  (needs torch)
 
 
 @pytest.fixture(scope="module")

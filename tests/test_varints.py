@@ -1,4 +1,4 @@
-"""The accelerator's packed-varint loop (``codegen/_speedups_varint.c``): its SIMD and portable
+"""The accelerator's packed-varint loop (``codegen/_speedups/varint.c``): its SIMD and portable
 paths against each other and against the pure-Python decoder, on payloads long enough to take
 every branch (64-byte blocks, 8-byte windows, long varints at every offset, the tail), and through
 the three callers: ``decode_int64_values``, ``scan_batch`` and the ``ExamplePlan``'s int arrays."""
@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_speedups import import_speedups
 
+from codegen.dtypes import DType
 from codegen.errors import RecordError
-from codegen.runtime import INT8, INT64, UINT8, UINT32, NumericTensor, plan, varint, wire
+from codegen.runtime import INT8, INT64, UINT8, UINT32, NumericTensor
 from codegen.runtime.accel import Speedups
-from codegen.runtime.dtypes import DType
+from codegen.runtime.codec import plan, varint, wire
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

@@ -9,8 +9,13 @@ import pytest
 from google.protobuf.message import DecodeError
 
 from codegen.errors import RecordError
-from codegen.runtime import proto, wire
-from codegen.runtime.varint import GROUPS_CHUNK_BYTES, SMALL_LONG_DECODE_BYTES, encode_packed_int64
+from codegen.runtime.codec import wire
+from codegen.runtime.codec.varint import (
+    GROUPS_CHUNK_BYTES,
+    SMALL_LONG_DECODE_BYTES,
+    encode_packed_int64,
+)
+from codegen.runtime.tf import proto
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import RecordError
-from codegen.runtime import proto, wire
+from codegen.runtime.codec import wire
+from codegen.runtime.tf import proto
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

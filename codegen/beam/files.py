@@ -19,8 +19,8 @@ from apache_beam.io.filesystem import (
 from apache_beam.io.filesystems import FileSystems
 
 from codegen.errors import DataError, TfrGenError
-from codegen.runtime.dataset import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
-from codegen.runtime.tfrecord import Compression, TFRecordReader
+from codegen.runtime.data.shards import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
+from codegen.runtime.io.tfrecord import Compression, TFRecordReader
 
 __all__ = [
     "choose_prefix",
@@ -146,7 +146,7 @@ def choose_prefix(directory: str, record: str) -> str:
 
 def load_dataset_manifest(directory: str, prefix: str) -> Manifest:
     """The manifest of the dataset ``prefix`` in ``directory``, checked as
-    :func:`~codegen.runtime.dataset.load_manifest` checks it (on a local copy, so the same checks
+    :func:`~codegen.runtime.data.shards.load_manifest` checks it (on a local copy, so the same checks
     apply on every filesystem; its errors name the real path)."""
     path = join(directory, prefix + MANIFEST_SUFFIX)
     try:

@@ -19,10 +19,10 @@ from codegen.beam.files import (
 )
 from codegen.beam.record import R, schema_info
 from codegen.errors import DataError, RecordError, TfrGenError
-from codegen.runtime.dataset import MANIFEST_SUFFIX, Manifest, _check_prefix
-from codegen.runtime.records import PathLike
-from codegen.runtime.schemainfo import check_readable
-from codegen.runtime.tfrecord import Compression
+from codegen.runtime.data.schemainfo import check_readable
+from codegen.runtime.data.shards import MANIFEST_SUFFIX, Manifest, _check_prefix
+from codegen.runtime.io.records import PathLike
+from codegen.runtime.io.tfrecord import Compression
 
 __all__ = ["ReadDataset"]
 

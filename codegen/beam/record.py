@@ -6,7 +6,7 @@ import sys
 from typing import Protocol, Self, TypeVar
 
 from codegen.errors import TfrGenError
-from codegen.runtime.schemainfo import SchemaInfo
+from codegen.runtime.data.schemainfo import SchemaInfo
 
 __all__ = ["R", "Record", "schema_info"]
 

@@ -22,7 +22,8 @@ from codegen.beam.files import (
 )
 from codegen.beam.record import R, schema_info
 from codegen.errors import TfrGenError
-from codegen.runtime.dataset import (
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.shards import (
     _EXTENSIONS,
     MANIFEST_SUFFIX,
     Manifest,
@@ -33,9 +34,8 @@ from codegen.runtime.dataset import (
     default_prefix,
     shard_name,
 )
-from codegen.runtime.records import PathLike
-from codegen.runtime.schemainfo import SchemaInfo
-from codegen.runtime.tfrecord import Compression
+from codegen.runtime.io.records import PathLike
+from codegen.runtime.io.tfrecord import Compression
 
 __all__ = ["WriteDataset", "WriteDatasetResult"]
 
@@ -49,7 +49,7 @@ _BEAM_COMPRESSION: dict[Compression, str] = {
 class WriteDatasetResult(NamedTuple):
     """The outputs of :class:`WriteDataset`.
 
-    ``manifest`` holds one :class:`~codegen.runtime.dataset.Manifest` once the dataset is complete;
+    ``manifest`` holds one :class:`~codegen.runtime.data.shards.Manifest` once the dataset is complete;
     ``dead_letter`` a :class:`~codegen.beam.encode.DeadLetter` for every element that was not
     written because it does not make a valid record.
     """

@@ -3,7 +3,7 @@
 :func:`compare_schemas` lists every :class:`Change` between two canonical schemas, each with its
 :class:`Classification` (``backward``, ``forward``, ``full`` or ``breaking``) derived from the
 decode rules of the generated readers; :data:`RULES` is the table of change kinds. Only the
-standard library and :mod:`codegen.runtime.dtypes` are needed, so generated modules and datasets
+standard library and :mod:`codegen.dtypes` are needed, so generated modules and datasets
 can check compatibility at run time.
 """
 

@@ -1,6 +1,6 @@
 """The compatibility engine: two canonical schemas in, every :class:`Change` between them out.
 
-Schemas are the parsed canonical JSON of :mod:`codegen.schema.canonical` (what generated modules
+Schemas are the parsed canonical JSON of :mod:`codegen.generator.canonical` (what generated modules
 embed as ``SCHEMA_CANONICAL``). Records are matched by name, then an unmatched pair with the same
 features is a rename; features are matched by name, then by key within the part of the record
 they travel in (an Example's ``features`` and a SequenceExample's ``context`` are one). Which

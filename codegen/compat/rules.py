@@ -1,7 +1,7 @@
 """The decode rules of generated readers, stated on canonical features.
 
 Each function answers one question about a WRITER feature and a READER feature that share a key,
-mirroring the runtime codecs (:mod:`codegen.runtime.features`, ``tensors``, ``sequences``):
+mirroring the runtime codecs (:mod:`codegen.runtime.codec.features`, ``tensors``, ``sequences``):
 
 * the list kind must match (``Int64List``/``FloatList``/``BytesList``; raw encoding is one bytes
   value), else the read fails;
@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from codegen.runtime.dtypes import DTYPES, Kind
+from codegen.dtypes import DTYPES, Kind
 
 Feature = Mapping[str, Any]
 """One feature of a canonical schema (``name``, ``key``, ``dtype``, ``shape``, ...)."""

@@ -3,20 +3,7 @@
 It depends only on numpy, protobuf and crc32c; TensorFlow is imported lazily by the ``tf_*`` helpers.
 """
 
-from codegen.errors import DataError, RecordError
-from codegen.runtime import proto
-from codegen.runtime.accel import release_pooled_memory
-from codegen.runtime.batch import BatchCodec
-from codegen.runtime.columns import Masked, Ragged
-from codegen.runtime.dataset import (
-    Manifest,
-    SchemaInfo,
-    ShardInfo,
-    load_manifest,
-    read_dataset,
-    write_dataset,
-)
-from codegen.runtime.dtypes import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     DTYPES,
@@ -36,8 +23,12 @@ from codegen.runtime.dtypes import (
     Kind,
     Wire,
 )
-from codegen.runtime.featureinfo import FeatureInfo, FeatureSpec
-from codegen.runtime.features import (
+from codegen.errors import DataError, RecordError
+from codegen.runtime.accel import release_pooled_memory
+from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.codec.columns import Masked, Ragged
+from codegen.runtime.codec.equality import arrays_equal, values_equal
+from codegen.runtime.codec.features import (
     NO_DEFAULT,
     BoolScalar,
     BytesList,
@@ -49,25 +40,29 @@ from codegen.runtime.features import (
     TextList,
     TextScalar,
 )
-from codegen.runtime.indexed import IndexedReader, IndexedRecords
-from codegen.runtime.loader import Dataset, DatasetOptions, Files, record_dataset
-from codegen.runtime.plan import ExampleDecoder, example_decoder
-from codegen.runtime.records import (
-    CompressionArg,
-    ExampleMessage,
-    PathLike,
-    ProtoMessage,
-    SequenceExampleMessage,
-    arrays_equal,
-    message_bytes,
-    read_decoded,
-    values_equal,
+from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
+from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
+from codegen.runtime.codec.sequences import SequenceRagged, SequenceStrings, SequenceTensor
+from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
+from codegen.runtime.codec.wire import (
+    example,
+    parse_example,
+    parse_sequence_example,
+    sequence_example,
 )
-from codegen.runtime.sequences import SequenceRagged, SequenceStrings, SequenceTensor
-from codegen.runtime.skips import SkipCounts, SkippedRecord
-from codegen.runtime.tensors import RaggedStrings, RaggedTensor, RawTensor
-from codegen.runtime.tfcompat import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
-from codegen.runtime.tfrecord import (
+from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, record_dataset
+from codegen.runtime.data.shards import (
+    Manifest,
+    SchemaInfo,
+    ShardInfo,
+    load_manifest,
+    read_dataset,
+    write_dataset,
+)
+from codegen.runtime.io.indexed import IndexedReader, IndexedRecords
+from codegen.runtime.io.records import CompressionArg, PathLike, read_decoded
+from codegen.runtime.io.skips import SkipCounts, SkippedRecord
+from codegen.runtime.io.tfrecord import (
     Compression,
     OnError,
     SkippedSpan,
@@ -77,7 +72,14 @@ from codegen.runtime.tfrecord import (
     resolve_compression,
     write_tfrecord,
 )
-from codegen.runtime.wire import example, parse_example, parse_sequence_example, sequence_example
+from codegen.runtime.tf import proto
+from codegen.runtime.tf.parse import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
+from codegen.runtime.tf.proto import (
+    ExampleMessage,
+    ProtoMessage,
+    SequenceExampleMessage,
+    message_bytes,
+)
 
 __all__ = [
     "BatchCodec",

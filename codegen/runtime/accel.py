@@ -3,7 +3,7 @@
 ``speedups`` is the extension module when it is built and importable, else ``None`` (a machine
 without a C compiler installs the pure-Python package); setting the environment variable
 ``TFR_GEN_PURE_PYTHON=1`` before the import forces ``None``, so the pure-Python path of
-``codegen.runtime.wire`` runs everywhere. :class:`Speedups` describes what the module offers.
+``codegen.runtime.codec.wire`` runs everywhere. :class:`Speedups` describes what the module offers.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ objects), and the bytes values: a list, or for a joined key a ``(blob, sizes)`` 
 
 @runtime_checkable
 class Speedups(Protocol):
-    """The functions of ``codegen._speedups``: the contracts of ``codegen.runtime.wire``.
+    """The functions of ``codegen._speedups``: the contracts of ``codegen.runtime.codec.wire``.
 
     Results and :class:`~codegen.errors.RecordError` messages are those of the pure-Python
     functions; numeric values come as little-endian buffers for ``np.frombuffer``: ``Block`` objects,
@@ -90,7 +90,7 @@ class Speedups(Protocol):
         /,
     ) -> Callable[[bytes], tuple[Any, ...]]:
         """A callable decoding Example (with ``list_keys``: SequenceExample) bytes to attribute
-        values (see ``codegen.runtime.plan``)."""
+        values (see ``codegen.runtime.codec.plan``)."""
         ...
 
     def scan_batch(

@@ -15,15 +15,15 @@ from typing import Any
 
 from codegen import runtime
 from codegen.errors import TfrGenError
-from codegen.ir import FeatureIR, RecordIR, SchemaIR
-from codegen.runtime.features import NO_DEFAULT, Codec
-from codegen.runtime.wire import parse_example, parse_sequence_example
-from codegen.schema import load_schema
+from codegen.generator.ir import FeatureIR, RecordIR, SchemaIR
+from codegen.generator.load import load_schema
+from codegen.runtime.codec.features import NO_DEFAULT, Codec
+from codegen.runtime.codec.wire import parse_example, parse_sequence_example
 
 __all__ = ["DynamicRecord", "build_codec", "load_record", "select_record"]
 
 Features = Mapping[bytes, tuple[int, bytes]]
-"""What :func:`~codegen.runtime.wire.parse_example` returns: key -> (list kind, list body)."""
+"""What :func:`~codegen.runtime.codec.wire.parse_example` returns: key -> (list kind, list body)."""
 FeatureLists = Mapping[bytes, list[tuple[int, bytes]]]
 """The feature lists of a SequenceExample: key -> (list kind, list body) per step."""
 

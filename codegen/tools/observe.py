@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from codegen.dtypes import Wire
 from codegen.errors import RecordError
-from codegen.runtime.dtypes import Wire
-from codegen.runtime.wire import (
+from codegen.runtime.codec.wire import (
     decode_bytes_list,
     decode_float_list,
     decode_int64_list,

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TextIO
 
 from codegen.errors import TfrGenError
-from codegen.runtime.tfrecord import OnError, SkippedSpan, TFRecordReader, resolve_compression
+from codegen.runtime.io.tfrecord import OnError, SkippedSpan, TFRecordReader, resolve_compression
 from codegen.tools.progress import Progress
 
 __all__ = ["ScannedRecord", "Scanner", "expand_inputs"]

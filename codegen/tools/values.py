@@ -16,8 +16,8 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from codegen.runtime.dtypes import Wire
-from codegen.runtime.wire import decode_bytes_list, decode_float_list, decode_int64_list
+from codegen.dtypes import Wire
+from codegen.runtime.codec.wire import decode_bytes_list, decode_float_list, decode_int64_list
 
 __all__ = [
     "Json",

@@ -227,8 +227,8 @@ def record_class(entry: Mapping[str, Any]) -> type[Any]:
 
 
 def _rendered_module(schema: Path) -> ModuleType:
-    from codegen.render import render_source
-    from codegen.schema import load_schema
+    from codegen.generator.load import load_schema
+    from codegen.generator.render import render_source
 
     name = f"corpus_{schema.stem}"
     if name in sys.modules:

@@ -1,0 +1,982 @@
+/*
+ * ExamplePlan: one call that turns a serialized tf.train.Example into the values of a record.
+ *
+ * A plan is built once per record class from its codecs (codegen/runtime/plan.py): the keys it
+ * reads and, per attribute, what to make of its feature (an int, a float, a str, a numpy array of
+ * a dtype and shape, ...). Calling the plan with Example bytes returns the tuple of attribute
+ * values when the Example is in the canonical form protobuf and TensorFlow write and every value
+ * fits the plan; for anything else (a non-canonical encoding, a repeated key, a value out of
+ * range, a wrong count, a missing feature that has no simple answer, any error) it returns what
+ * the plan's ``fallback`` returns for the same bytes. The fallback is the pure-Python decoder, so
+ * errors, their messages and every rare case stay exactly those of the reference path.
+ *
+ * Numeric arrays are made with numpy's C API and filled in place. Work is linear in the input and
+ * no allocation is sized by a length before that length has been checked against the input.
+ */
+#include "speedups.h"
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL tfr_speedups_plan_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    OP_INT = 1,        /* an int of an integer dtype (range lo..hi) */
+    OP_BOOL = 2,       /* a bool (0 or 1) */
+    OP_FLOAT = 3,      /* a float (one float32) */
+    OP_TEXT = 4,       /* a str (one UTF-8 value) */
+    OP_BYTES = 5,      /* a bytes (one value) */
+    OP_INT_ARRAY = 6,  /* an ndarray of an integer or bool dtype, from an Int64List */
+    OP_FLOAT_ARRAY = 7,/* an ndarray of float32, from a FloatList */
+    OP_TEXT_LIST = 8,  /* a list of str */
+    OP_BYTES_LIST = 9, /* a list of bytes */
+    OP_RAW = 10,       /* an ndarray from the one bytes value (little-endian), shape fixed or stored */
+    OP_STEPS_INT = 11, /* a feature list: ndarray [T, *step shape] of an integer or bool dtype */
+    OP_STEPS_FLOAT = 12, /* a feature list: ndarray [T, *step shape] of float32 */
+};
+
+enum { LIST_BYTES = 1, LIST_FLOAT = 2, LIST_INT64 = 3 };
+
+#define MAX_RANK 32
+
+typedef struct {
+    int op;
+    Py_ssize_t slot;      /* the key slot of the feature */
+    Py_ssize_t companion; /* the key slot of the stored shape (OP_RAW), or -1 */
+    int optional;
+    PyObject *fallback_default; /* an immutable default for an absent feature, or NULL */
+    long long lo, hi;           /* integer range */
+    int code;                   /* element: 'q' 'i' 'h' 'b' 'Q' 'I' 'H' 'B' '?' 'f' ... */
+    Py_ssize_t itemsize;
+    Py_ssize_t count;  /* values of a fixed shape, or -1 (a leading None) */
+    Py_ssize_t inner;  /* values per row of the inner dimensions (>= 1) */
+    PyObject *dtype;   /* the numpy dtype of arrays */
+    int rank;          /* the number of dims below */
+    /* From dims[1] on (dims[0] is unused): arrays: the fixed shape, or the dims after a leading
+     * None; raw: the declared dims, -1 for None. */
+    npy_intp dims[MAX_RANK + 1];
+} Op;
+
+typedef struct {
+    const uint8_t *key;
+    Py_ssize_t key_size;
+} Slot;
+
+typedef struct {
+    int kind; /* 0: not seen */
+    const uint8_t *body;
+    Py_ssize_t size;
+} Found;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nslots;
+    Slot *slots;      /* the feature keys, then (a SequenceExample plan) the feature list keys */
+    Py_ssize_t nfeatures; /* how many of the slots are feature keys */
+    int sequence;     /* whether the plan reads SequenceExamples */
+    PyObject *keys;   /* tuple of bytes: owns the key memory */
+    PyObject *list_keys;
+    Py_ssize_t nops;
+    Op *ops;
+    PyObject *fallback;
+    vectorcallfunc vectorcall;
+} Plan;
+
+/* --- canonical wire reading ----------------------------------------------------------------- */
+
+/* A length varint (at most 5 bytes, < 2**31) at *pos; -1 when there is none. */
+static inline Py_ssize_t
+read_length(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t end)
+{
+    uint64_t value = 0;
+    for (int shift = 0; shift < 35 && *pos < end; shift += 7) {
+        uint8_t byte = d[(*pos)++];
+        value |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            return value > (uint64_t)(end - *pos) ? -1 : (Py_ssize_t)value;
+        }
+    }
+    return -1;
+}
+
+/* The one length-delimited field 1 (tag 0x0A) that spans body[0:size]: its start and size in
+ * ``start``/``inner``; 1 when the body is empty; 0 when it has any other form. */
+static inline int
+single_field(const uint8_t *body, Py_ssize_t size, Py_ssize_t *start, Py_ssize_t *inner)
+{
+    if (size == 0) {
+        *start = 0;
+        *inner = 0;
+        return 1;
+    }
+    if (body[0] != 0x0A) {
+        return 0;
+    }
+    Py_ssize_t pos = 1;
+    Py_ssize_t length = read_length(body, &pos, size);
+    if (length < 0 || pos + length != size) {
+        return 0;
+    }
+    *start = pos;
+    *inner = length;
+    return 1;
+}
+
+/* The number of packed varints in d[0:size], or -1 when the last one is unfinished. */
+static Py_ssize_t
+count_varints(const uint8_t *d, Py_ssize_t size)
+{
+    if (size == 0) {
+        return 0;
+    }
+    if (d[size - 1] & 0x80) {
+        return -1;
+    }
+    Py_ssize_t count = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word;
+        memcpy(&word, d + i, 8);
+        /* one bit per byte below 0x80, summed by the multiply into the top byte */
+        count += (Py_ssize_t)((((~word & 0x8080808080808080u) >> 7) * 0x0101010101010101u) >> 56);
+    }
+    for (; i < size; i++) {
+        count += d[i] < 0x80;
+    }
+    return count;
+}
+
+/* The next packed varint (low 64 bits) as int64; 0 when it is longer than 10 bytes. */
+static inline int
+next_varint(const uint8_t *d, Py_ssize_t *pos, int64_t *value)
+{
+    uint8_t byte = d[(*pos)++];
+    if (byte < 0x80) {
+        *value = byte;
+        return 1;
+    }
+    uint64_t result = byte & 0x7F;
+    for (int shift = 7; shift < 70; shift += 7) {
+        byte = d[(*pos)++];
+        result |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            *value = (int64_t)result;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A map key that is not the plan's: plain ASCII (UTF-8 checks are the fallback's). */
+static int
+plain_key(const uint8_t *key, Py_ssize_t size)
+{
+    for (Py_ssize_t k = 0; k < size; k++) {
+        if (key[k] & 0x80) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The slot of ``key`` among slots[first:last], or -1. */
+static Py_ssize_t
+find_slot(Plan *plan, Py_ssize_t first, Py_ssize_t last, const uint8_t *key, Py_ssize_t size)
+{
+    for (Py_ssize_t i = first; i < last; i++) {
+        Slot *slot = &plan->slots[i];
+        if (slot->key_size == size && memcmp(slot->key, key, (size_t)size) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Find the features the plan reads in the Features map d[pos:end]; 0 when it is not canonical or
+ * a key repeats. */
+static int
+find_features(Plan *plan, const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Found *found)
+{
+    while (pos < end) {
+        if (d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t entry = read_length(d, &pos, end);
+        if (entry < 0) {
+            return 0;
+        }
+        Py_ssize_t entry_end = pos + entry;
+        if (pos >= entry_end || d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t key_size = read_length(d, &pos, entry_end);
+        if (key_size < 0) {
+            return 0;
+        }
+        const uint8_t *key = d + pos;
+        pos += key_size;
+        if (pos >= entry_end || d[pos++] != 0x12) {
+            return 0;
+        }
+        Py_ssize_t feature = read_length(d, &pos, entry_end);
+        if (feature < 0 || pos + feature != entry_end) {
+            return 0;
+        }
+        /* The Feature: exactly one list, spanning it (a kindless feature is not for here). */
+        if (feature == 0) {
+            return 0;
+        }
+        uint8_t tag = d[pos++];
+        int kind = tag == 0x0A ? LIST_BYTES : tag == 0x12 ? LIST_FLOAT : tag == 0x1A ? LIST_INT64 : 0;
+        Py_ssize_t body = read_length(d, &pos, entry_end);
+        if (kind == 0 || body < 0 || pos + body != entry_end) {
+            return 0;
+        }
+        Py_ssize_t i = find_slot(plan, 0, plan->nfeatures, key, key_size);
+        if (i >= 0) {
+            if (found[i].kind) {
+                return 0;
+            }
+            found[i].kind = kind;
+            found[i].body = d + pos;
+            found[i].size = body;
+        }
+        else if (!plain_key(key, key_size)) {
+            return 0;
+        }
+        pos = entry_end;
+    }
+    return 1;
+}
+
+/* The next step of a FeatureList d[*pos:end] (pos < end): its list kind (0: kindless) and list
+ * body; 0 when it is not canonical. */
+static inline int
+next_step(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t end, int *kind, Py_ssize_t *body,
+          Py_ssize_t *size)
+{
+    if (d[(*pos)++] != 0x0A) {
+        return 0;
+    }
+    Py_ssize_t feature = read_length(d, pos, end);
+    if (feature < 0) {
+        return 0;
+    }
+    Py_ssize_t feature_end = *pos + feature;
+    if (feature == 0) {
+        *kind = 0;
+        *body = *pos;
+        *size = 0;
+        return 1;
+    }
+    uint8_t tag = d[(*pos)++];
+    *kind = tag == 0x0A ? LIST_BYTES : tag == 0x12 ? LIST_FLOAT : tag == 0x1A ? LIST_INT64 : 0;
+    *size = read_length(d, pos, feature_end);
+    if (*kind == 0 || *size < 0 || *pos + *size != feature_end) {
+        return 0;
+    }
+    *body = *pos;
+    *pos = feature_end;
+    return 1;
+}
+
+/* Find the feature lists the plan reads in the FeatureLists map d[pos:end] (into the list slots
+ * of ``found``); 0 when it is not canonical or a key repeats. */
+static int
+find_lists(Plan *plan, const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Found *found)
+{
+    while (pos < end) {
+        if (d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t entry = read_length(d, &pos, end);
+        if (entry < 0) {
+            return 0;
+        }
+        Py_ssize_t entry_end = pos + entry;
+        if (pos >= entry_end || d[pos++] != 0x0A) {
+            return 0;
+        }
+        Py_ssize_t key_size = read_length(d, &pos, entry_end);
+        if (key_size < 0) {
+            return 0;
+        }
+        const uint8_t *key = d + pos;
+        pos += key_size;
+        if (pos >= entry_end || d[pos++] != 0x12) {
+            return 0;
+        }
+        Py_ssize_t list = read_length(d, &pos, entry_end);
+        if (list < 0 || pos + list != entry_end) {
+            return 0;
+        }
+        Py_ssize_t i = find_slot(plan, plan->nfeatures, plan->nslots, key, key_size);
+        if (i >= 0) {
+            if (found[i].kind) {
+                return 0;
+            }
+            found[i].kind = 1;
+            found[i].body = d + pos;
+            found[i].size = list;
+        }
+        else {
+            if (!plain_key(key, key_size)) {
+                return 0;
+            }
+            for (Py_ssize_t at = pos; at < entry_end;) {
+                int kind;
+                Py_ssize_t body, size;
+                if (!next_step(d, &at, entry_end, &kind, &body, &size)) {
+                    return 0;
+                }
+            }
+        }
+        pos = entry_end;
+    }
+    return 1;
+}
+
+/* Find what the plan reads in the Example or SequenceExample d[0:size]; 0 when it is not
+ * canonical or a key repeats. */
+static int
+find_all(Plan *plan, const uint8_t *d, Py_ssize_t size, Found *found)
+{
+    memset(found, 0, sizeof(Found) * (size_t)plan->nslots);
+    Py_ssize_t pos = 0;
+    if (!plan->sequence) {
+        Py_ssize_t start, length;
+        return single_field(d, size, &start, &length)
+               && find_features(plan, d, start, start + length, found);
+    }
+    /* context (field 1), then feature_lists (field 2), each at most once */
+    for (int field = 1; field <= 2 && pos < size; field++) {
+        if (d[pos] != (field << 3 | 2)) {
+            continue;
+        }
+        pos++;
+        Py_ssize_t length = read_length(d, &pos, size);
+        if (length < 0) {
+            return 0;
+        }
+        int ok = field == 1 ? find_features(plan, d, pos, pos + length, found)
+                            : find_lists(plan, d, pos, pos + length, found);
+        if (!ok) {
+            return 0;
+        }
+        pos += length;
+    }
+    return pos == size;
+}
+
+/* --- values --------------------------------------------------------------------------------- */
+
+/* A new C-order array of the op's dtype with the ``ndim`` dims at ``dims``. */
+static inline PyObject *
+new_array(Op *op, int ndim, npy_intp *dims)
+{
+    Py_INCREF(op->dtype);
+    return PyArray_Empty(ndim, dims, (PyArray_Descr *)op->dtype, 0);
+}
+
+/* A new array for ``count`` values: the fixed shape, or rows of the inner dims; NULL without an
+ * error when the count does not fit. */
+static PyObject *
+array_for(Op *op, Py_ssize_t count)
+{
+    if (op->count >= 0) {
+        return count == op->count ? new_array(op, op->rank, op->dims + 1) : NULL;
+    }
+    if (count % op->inner) {
+        return NULL;
+    }
+    npy_intp dims[MAX_RANK + 1];
+    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    dims[0] = count / op->inner;
+    return new_array(op, op->rank + 1, dims);
+}
+
+/* Store ``value`` as element ``i`` of an array of the op's integer code. */
+static inline void
+store_int(int code, void *out, Py_ssize_t i, int64_t value)
+{
+    switch (code) {
+    case 'q': ((int64_t *)out)[i] = value; break;
+    case 'i': ((int32_t *)out)[i] = (int32_t)value; break;
+    case 'h': ((int16_t *)out)[i] = (int16_t)value; break;
+    case 'b': ((int8_t *)out)[i] = (int8_t)value; break;
+    case 'I': ((uint32_t *)out)[i] = (uint32_t)value; break;
+    case 'H': ((uint16_t *)out)[i] = (uint16_t)value; break;
+    default: ((uint8_t *)out)[i] = (uint8_t)value; break; /* 'B' and '?' */
+    }
+}
+
+static PyObject *
+int_array(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t start, length;
+    if (!single_field(body, size, &start, &length)) {
+        *pass = 1;
+        return NULL;
+    }
+    const uint8_t *d = body + start;
+    Py_ssize_t count = count_varints(d, length);
+    PyObject *array = count < 0 ? NULL : array_for(op, count);
+    if (array == NULL) {
+        *pass = !PyErr_Occurred();
+        return NULL;
+    }
+    void *buf = PyArray_DATA((PyArrayObject *)array);
+    int ok;
+    if (op->code == 'q') {
+        ok = tfr_decode_varints(d, length, buf, count, 0) < 0;
+    }
+    else {
+        /* int64 values first (in a scratch buffer), then each checked and narrowed */
+        int64_t small[256];
+        int64_t *values = count <= 256 ? small : PyMem_Malloc(sizeof(int64_t) * (size_t)count);
+        if (values == NULL) {
+            Py_DECREF(array);
+            return PyErr_NoMemory();
+        }
+        ok = tfr_decode_varints(d, length, (uint64_t *)values, count, 0) < 0;
+        long long lo = op->lo, hi = op->hi;
+        for (Py_ssize_t i = 0; ok && i < count; i++) {
+            ok = values[i] >= lo && values[i] <= hi;
+            store_int(op->code, buf, i, values[i]);
+        }
+        if (values != small) {
+            PyMem_Free(values);
+        }
+    }
+    if (!ok) {
+        Py_DECREF(array);
+        *pass = 1;
+        return NULL;
+    }
+    return array;
+}
+
+static PyObject *
+float_array(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t start, length;
+    if (!single_field(body, size, &start, &length) || length % 4) {
+        *pass = 1;
+        return NULL;
+    }
+    PyObject *array = array_for(op, length / 4);
+    if (array == NULL) {
+        *pass = !PyErr_Occurred();
+        return NULL;
+    }
+    if (length) {
+        memcpy(PyArray_DATA((PyArrayObject *)array), body + start, (size_t)length);
+    }
+    return array;
+}
+
+/* The number of values of the canonical BytesList body[0:size], or -1 for any other form. */
+static Py_ssize_t
+count_bytes_values(const uint8_t *body, Py_ssize_t size)
+{
+    Py_ssize_t pos = 0, count = 0;
+    while (pos < size) {
+        if (body[pos++] != 0x0A) {
+            return -1;
+        }
+        Py_ssize_t length = read_length(body, &pos, size);
+        if (length < 0) {
+            return -1;
+        }
+        pos += length;
+        count++;
+    }
+    return count;
+}
+
+/* The next value of a BytesList body already counted: its start and size. */
+static inline const uint8_t *
+next_bytes_value(const uint8_t *body, Py_ssize_t size, Py_ssize_t *pos, Py_ssize_t *length)
+{
+    (*pos)++;
+    *length = read_length(body, pos, size);
+    const uint8_t *value = body + *pos;
+    *pos += *length;
+    return value;
+}
+
+/* One str or bytes object; NULL with *pass set for invalid UTF-8. */
+static PyObject *
+string_value(int text, const uint8_t *value, Py_ssize_t length, int *pass)
+{
+    if (!text) {
+        return PyBytes_FromStringAndSize((const char *)value, length);
+    }
+    PyObject *result = PyUnicode_DecodeUTF8((const char *)value, length, NULL);
+    if (result == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        *pass = 1;
+    }
+    return result;
+}
+
+static PyObject *
+string_list(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t count = count_bytes_values(body, size);
+    if (count < 0 || (op->count >= 0 && count != op->count)) {
+        *pass = 1;
+        return NULL;
+    }
+    PyObject *list = PyList_New(count);
+    if (list == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t length;
+        const uint8_t *value = next_bytes_value(body, size, &pos, &length);
+        PyObject *item = string_value(op->op == OP_TEXT_LIST, value, length, pass);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *
+scalar(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
+{
+    Py_ssize_t start, length;
+    if (op->op == OP_TEXT || op->op == OP_BYTES) {
+        if (count_bytes_values(body, size) != 1) {
+            *pass = 1;
+            return NULL;
+        }
+        Py_ssize_t pos = 0;
+        const uint8_t *value = next_bytes_value(body, size, &pos, &length);
+        return string_value(op->op == OP_TEXT, value, length, pass);
+    }
+    if (!single_field(body, size, &start, &length)) {
+        *pass = 1;
+        return NULL;
+    }
+    const uint8_t *d = body + start;
+    if (op->op == OP_FLOAT) {
+        if (length != 4) {
+            *pass = 1;
+            return NULL;
+        }
+        float value;
+        memcpy(&value, d, 4);
+        return PyFloat_FromDouble((double)value);
+    }
+    Py_ssize_t pos = 0;
+    int64_t value;
+    if (length == 0 || !next_varint(d, &pos, &value) || pos != length || value < op->lo
+        || value > op->hi) {
+        *pass = 1;
+        return NULL;
+    }
+    if (op->op == OP_BOOL) {
+        return PyBool_FromLong((long)value);
+    }
+    return PyLong_FromLongLong(value);
+}
+
+static PyObject *
+raw_array(Op *op, Found *found, int *pass)
+{
+    Found *item = &found[op->slot];
+    if (count_bytes_values(item->body, item->size) != 1) {
+        *pass = 1;
+        return NULL;
+    }
+    Py_ssize_t pos = 0, length;
+    const uint8_t *value = next_bytes_value(item->body, item->size, &pos, &length);
+    npy_intp dims[MAX_RANK];
+    Py_ssize_t count = 1;
+    if (op->companion < 0) {
+        count = op->count;
+        memcpy(dims, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    }
+    else {
+        Found *stored = &found[op->companion];
+        Py_ssize_t start, size;
+        if (stored->kind != LIST_INT64
+            || !single_field(stored->body, stored->size, &start, &size)
+            || count_varints(stored->body + start, size) != op->rank) {
+            *pass = 1;
+            return NULL;
+        }
+        const uint8_t *d = stored->body + start;
+        Py_ssize_t at = 0;
+        for (int i = 0; i < op->rank; i++) {
+            int64_t dim;
+            npy_intp declared = op->dims[i + 1];
+            if (!next_varint(d, &at, &dim) || dim < 0 || (declared >= 0 && dim != declared)
+                || (dim > 0 && count > PY_SSIZE_T_MAX / dim)) {
+                *pass = 1;
+                return NULL;
+            }
+            count *= (Py_ssize_t)dim;
+            dims[i] = (npy_intp)dim;
+        }
+    }
+    if (count > length / op->itemsize || count * op->itemsize != length) {
+        *pass = 1;
+        return NULL;
+    }
+    if (op->code == '?') {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            if (value[i] > 1) {
+                *pass = 1;
+                return NULL;
+            }
+        }
+    }
+    PyObject *array = new_array(op, op->rank, dims);
+    if (array != NULL && length) {
+        memcpy(PyArray_DATA((PyArrayObject *)array), value, (size_t)length);
+    }
+    return array;
+}
+
+/* The array [T, *step shape] of a feature list whose T steps each hold one step shape of values
+ * in one packed list, as protobuf writes them; NULL with *pass set for anything else. */
+static PyObject *
+steps_array(Op *op, const Found *item, int *pass)
+{
+    const uint8_t *d = item->body;
+    Py_ssize_t end = item->size;
+    int floats = op->op == OP_STEPS_FLOAT;
+    int want = floats ? LIST_FLOAT : LIST_INT64;
+    npy_intp dims[MAX_RANK + 1];
+    dims[0] = 0;
+    for (Py_ssize_t pos = 0; pos < end; dims[0]++) {
+        int kind;
+        Py_ssize_t body, size, start, length;
+        if (!next_step(d, &pos, end, &kind, &body, &size) || kind != want
+            || !single_field(d + body, size, &start, &length)
+            || (floats ? length != 4 * op->inner
+                       : count_varints(d + body + start, length) != op->inner)) {
+            *pass = 1;
+            return NULL;
+        }
+    }
+    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    PyObject *array = new_array(op, op->rank + 1, dims);
+    if (array == NULL) {
+        return NULL;
+    }
+    uint8_t *out = PyArray_DATA((PyArrayObject *)array);
+    Py_ssize_t i = 0;
+    for (Py_ssize_t pos = 0; pos < end;) {
+        int kind = 0;
+        Py_ssize_t body = 0, size = 0, start = 0, length = 0;
+        next_step(d, &pos, end, &kind, &body, &size); /* checked above */
+        single_field(d + body, size, &start, &length);
+        const uint8_t *values = d + body + start;
+        if (floats) {
+            memcpy(out + 4 * i, values, (size_t)length);
+            i += op->inner;
+            continue;
+        }
+        for (Py_ssize_t at = 0; at < length; i++) {
+            int64_t value;
+            if (!next_varint(values, &at, &value) || value < op->lo || value > op->hi) {
+                Py_DECREF(array);
+                *pass = 1;
+                return NULL;
+            }
+            store_int(op->code, out, i, value);
+        }
+    }
+    return array;
+}
+
+/* The value of one op, or NULL: with an error set, or with *pass set (the fallback decodes). */
+static PyObject *
+op_value(Op *op, Found *found, int *pass)
+{
+    Found *item = &found[op->slot];
+    if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
+        if (item->kind) {
+            return steps_array(op, item, pass);
+        }
+        if (op->optional) { /* no steps */
+            npy_intp dims[MAX_RANK + 1];
+            memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+            dims[0] = 0;
+            return new_array(op, op->rank + 1, dims);
+        }
+        *pass = 1;
+        return NULL;
+    }
+    if (!item->kind) {
+        if (op->op == OP_RAW && op->companion >= 0 && found[op->companion].kind) {
+            *pass = 1; /* a stored shape without its feature */
+            return NULL;
+        }
+        if (op->optional) {
+            Py_RETURN_NONE;
+        }
+        if (op->fallback_default != NULL) {
+            Py_INCREF(op->fallback_default);
+            return op->fallback_default;
+        }
+        if (op->count < 0) { /* no rows of a leading None */
+            if (op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY) {
+                return array_for(op, 0);
+            }
+            if (op->op == OP_TEXT_LIST || op->op == OP_BYTES_LIST) {
+                return PyList_New(0);
+            }
+        }
+        *pass = 1;
+        return NULL;
+    }
+    int want;
+    switch (op->op) {
+    case OP_FLOAT:
+    case OP_FLOAT_ARRAY: want = LIST_FLOAT; break;
+    case OP_INT:
+    case OP_BOOL:
+    case OP_INT_ARRAY: want = LIST_INT64; break;
+    default: want = LIST_BYTES; break;
+    }
+    if (item->kind != want) {
+        *pass = 1;
+        return NULL;
+    }
+    switch (op->op) {
+    case OP_INT_ARRAY: return int_array(op, item->body, item->size, pass);
+    case OP_FLOAT_ARRAY: return float_array(op, item->body, item->size, pass);
+    case OP_TEXT_LIST:
+    case OP_BYTES_LIST: return string_list(op, item->body, item->size, pass);
+    case OP_RAW: return raw_array(op, found, pass);
+    default: return scalar(op, item->body, item->size, pass);
+    }
+}
+
+/* The values of the Example in ``data``, or NULL: with an error set, or without (the fallback
+ * decodes it). */
+static PyObject *
+plan_values(Plan *plan, const uint8_t *d, Py_ssize_t size)
+{
+    Found stack[16];
+    Found *found = stack;
+    if (plan->nslots > 16) {
+        found = PyMem_Malloc(sizeof(Found) * (size_t)plan->nslots);
+        if (found == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    PyObject *values = NULL;
+    if (find_all(plan, d, size, found)) {
+        values = PyTuple_New(plan->nops);
+        for (Py_ssize_t i = 0; values != NULL && i < plan->nops; i++) {
+            int pass = 0;
+            PyObject *value = op_value(&plan->ops[i], found, &pass);
+            if (value == NULL) {
+                Py_CLEAR(values);
+                break;
+            }
+            PyTuple_SET_ITEM(values, i, value);
+        }
+    }
+    if (found != stack) {
+        PyMem_Free(found);
+    }
+    return values;
+}
+
+static PyObject *
+plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Plan *plan = (Plan *)self;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "ExamplePlan takes one positional argument: the bytes");
+        return NULL;
+    }
+    PyObject *data = args[0];
+    PyObject *values;
+    if (PyBytes_CheckExact(data)) {
+        values = plan_values(plan, (const uint8_t *)PyBytes_AS_STRING(data),
+                             PyBytes_GET_SIZE(data));
+    }
+    else {
+        Py_buffer view;
+        if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear(); /* not a buffer: the fallback names the problem */
+            values = NULL;
+        }
+        else {
+            values = plan_values(plan, view.buf, view.len);
+            PyBuffer_Release(&view);
+        }
+    }
+    if (values != NULL || PyErr_Occurred()) {
+        return values;
+    }
+    return PyObject_Vectorcall(plan->fallback, args, 1, NULL);
+}
+
+/* --- construction ---------------------------------------------------------------------------- */
+
+static void
+plan_dealloc(Plan *plan)
+{
+    PyObject_GC_UnTrack(plan);
+    for (Py_ssize_t i = 0; plan->ops != NULL && i < plan->nops; i++) {
+        Py_XDECREF(plan->ops[i].fallback_default);
+        Py_XDECREF(plan->ops[i].dtype);
+    }
+    PyMem_Free(plan->ops);
+    PyMem_Free(plan->slots);
+    Py_XDECREF(plan->keys);
+    Py_XDECREF(plan->list_keys);
+    Py_XDECREF(plan->fallback);
+    PyObject_GC_Del(plan);
+}
+
+static int
+plan_traverse(Plan *plan, visitproc visit, void *arg)
+{
+    Py_VISIT(plan->fallback);
+    for (Py_ssize_t i = 0; plan->ops != NULL && i < plan->nops; i++) {
+        Py_VISIT(plan->ops[i].fallback_default);
+        Py_VISIT(plan->ops[i].dtype);
+    }
+    return 0;
+}
+
+static int
+read_op(PyObject *spec, Op *op, Py_ssize_t nfeatures, Py_ssize_t nslots)
+{
+    PyObject *dflt, *shape, *dtype;
+    int has_default;
+    if (!PyTuple_Check(spec)
+        || !PyArg_ParseTuple(spec, "innppOLLinnOO;an ExamplePlan op", &op->op, &op->slot,
+                             &op->companion, &op->optional, &has_default, &dflt, &op->lo, &op->hi,
+                             &op->code, &op->itemsize, &op->count, &shape, &dtype)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "an ExamplePlan op is a tuple");
+        }
+        return -1;
+    }
+    int steps = op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT;
+    if (op->op < OP_INT || op->op > OP_STEPS_FLOAT || op->slot < (steps ? nfeatures : 0)
+        || op->slot >= (steps ? nslots : nfeatures) || op->companion >= nfeatures
+        || op->itemsize < 1 || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > MAX_RANK) {
+        PyErr_SetString(PyExc_ValueError, "an ExamplePlan op is out of range");
+        return -1;
+    }
+    int arrays = op->op == OP_INT_ARRAY || op->op == OP_FLOAT_ARRAY || op->op == OP_RAW || steps;
+    if (arrays && !PyArray_DescrCheck(dtype)) {
+        PyErr_SetString(PyExc_TypeError, "an ExamplePlan array op needs a numpy dtype");
+        return -1;
+    }
+    op->inner = 1;
+    op->rank = (int)PyTuple_GET_SIZE(shape);
+    for (int i = 0; i < op->rank; i++) {
+        Py_ssize_t dim = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (dim == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        op->dims[i + 1] = dim;
+        if (dim > 0) {
+            op->inner *= dim;
+        }
+    }
+    op->fallback_default = has_default ? Py_NewRef(dflt) : NULL;
+    op->dtype = Py_NewRef(dtype);
+    return 0;
+}
+
+static PyObject *
+plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *keys, *ops, *fallback, *list_keys = Py_None;
+    static char *names[] = {"keys", "ops", "fallback", "list_keys", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O|O:ExamplePlan", names, &PyTuple_Type,
+                                     &keys, &PyTuple_Type, &ops, &fallback, &list_keys)) {
+        return NULL;
+    }
+    if (list_keys != Py_None && !PyTuple_Check(list_keys)) {
+        PyErr_SetString(PyExc_TypeError, "ExamplePlan list_keys is a tuple or None");
+        return NULL;
+    }
+    Plan *plan = PyObject_GC_New(Plan, type);
+    if (plan == NULL) {
+        return NULL;
+    }
+    plan->sequence = list_keys != Py_None;
+    plan->nfeatures = PyTuple_GET_SIZE(keys);
+    plan->nslots = plan->nfeatures + (plan->sequence ? PyTuple_GET_SIZE(list_keys) : 0);
+    plan->nops = PyTuple_GET_SIZE(ops);
+    plan->keys = Py_NewRef(keys);
+    plan->list_keys = Py_NewRef(list_keys);
+    plan->fallback = Py_NewRef(fallback);
+    plan->vectorcall = plan_vectorcall;
+    plan->slots = PyMem_Calloc((size_t)plan->nslots + 1, sizeof(Slot));
+    plan->ops = PyMem_Calloc((size_t)plan->nops + 1, sizeof(Op));
+    PyObject_GC_Track(plan);
+    if (plan->slots == NULL || plan->ops == NULL) {
+        Py_DECREF(plan);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < plan->nslots; i++) {
+        PyObject *key = i < plan->nfeatures ? PyTuple_GET_ITEM(keys, i)
+                                            : PyTuple_GET_ITEM(list_keys, i - plan->nfeatures);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "ExamplePlan keys are bytes");
+            Py_DECREF(plan);
+            return NULL;
+        }
+        plan->slots[i].key = (const uint8_t *)PyBytes_AS_STRING(key);
+        plan->slots[i].key_size = PyBytes_GET_SIZE(key);
+    }
+    for (Py_ssize_t i = 0; i < plan->nops; i++) {
+        if (read_op(PyTuple_GET_ITEM(ops, i), &plan->ops[i], plan->nfeatures, plan->nslots) < 0) {
+            plan->nops = i; /* only the ops read so far hold references */
+            Py_DECREF(plan);
+            return NULL;
+        }
+    }
+    return (PyObject *)plan;
+}
+
+PyDoc_STRVAR(plan_doc,
+"ExamplePlan(keys, ops, fallback, list_keys=None)\n\n"
+"A callable that decodes serialized tf.train.Example bytes (with list_keys, the feature list\n"
+"keys: tf.train.SequenceExample bytes) into a tuple of attribute values (built by\n"
+"codegen.runtime.plan from a record's codecs). Input in canonical form is decoded in C; every\n"
+"other input goes to fallback(data), whose result (or error) is the call's.");
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "codegen._speedups.ExamplePlan",
+    .tp_basicsize = sizeof(Plan),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Plan, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = plan_new,
+    .tp_dealloc = (destructor)plan_dealloc,
+    .tp_traverse = (traverseproc)plan_traverse,
+    .tp_doc = plan_doc,
+};
+
+int
+tfr_add_plan_type(PyObject *module)
+{
+    if (PyArray_ImportNumPyAPI() < 0 || PyType_Ready(&PlanType) < 0) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "ExamplePlan", (PyObject *)&PlanType);
+}

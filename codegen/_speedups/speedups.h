@@ -1,0 +1,54 @@
+/*
+ * The C sources of codegen._speedups: one extension module built from several files, each named
+ * for what it holds. speedups.c holds the Example wire decoder and the module itself; every other
+ * source exports its functions as a NULL-terminated method table declared here, which the module
+ * adds at import.
+ */
+#ifndef TFR_GEN_SPEEDUPS_H
+#define TFR_GEN_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+/* Method tables of the other sources (each ends with {NULL}), added by PyInit__speedups. */
+
+/* frames.c: TFRecord framing (frame_records, scan_frames) and crc32c. */
+extern PyMethodDef tfr_frames_methods[];
+
+/* varint.c: decode_varints, a test hook for the loop below. */
+extern PyMethodDef tfr_varint_methods[];
+
+/* varint.c: fill the varint tables; call once before tfr_decode_varints. */
+void tfr_varint_init(void);
+
+/*
+ * varint.c: decode the ``count`` packed varints of d[0:size] into out[0:count] as
+ * little-endian uint64 (their low 64 bits). The caller has checked that ``count`` bytes of the
+ * payload are below 0x80, the last one among them. Returns -1, or the offset of the first varint
+ * longer than 10 bytes (then out holds the values before it). ``portable`` forces the portable
+ * loop (the SIMD one is used where the CPU has it).
+ */
+Py_ssize_t tfr_decode_varints(const uint8_t *d, Py_ssize_t size, uint64_t *out,
+                              Py_ssize_t count, int portable);
+
+/*
+ * blocks.c: Block, the writable buffer the decoders fill (large ones of batch columns
+ * recycled through a pool). tfr_block_new gives an empty Block with room for ``capacity`` bytes,
+ * whose memory is pooled when ``pooled`` (NULL with an error set); tfr_block_grow makes room for ``capacity`` keeping the first ``keep`` bytes, and
+ * tfr_block_finish sets the bytes the buffer exposes, fitting its memory (0, or -1 with an error
+ * set). tfr_add_block_type adds the type to the module.
+ */
+PyObject *tfr_block_new(Py_ssize_t capacity, int pooled);
+uint8_t *tfr_block_data(PyObject *block);
+Py_ssize_t tfr_block_capacity(PyObject *block);
+int tfr_block_grow(PyObject *block, Py_ssize_t capacity, Py_ssize_t keep);
+int tfr_block_finish(PyObject *block, Py_ssize_t size);
+int tfr_add_block_type(PyObject *module);
+extern PyMethodDef tfr_blocks_methods[];
+
+/* plan.c: add the type ExamplePlan to the module; -1 with an error set on failure. */
+int tfr_add_plan_type(PyObject *module);
+
+#endif

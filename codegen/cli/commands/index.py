@@ -1,0 +1,38 @@
+"""``tfr-gen index FILE...``: write ``FILE.index`` beside each uncompressed TFRecord file."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
+from codegen.errors import TfrGenError
+from codegen.runtime.io.indexed import INDEX_SUFFIX, write_index
+
+NAME = "index"
+HELP = "write FILE.index (record offsets) beside uncompressed TFRecord files, for random access"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="uncompressed TFRecord files")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    failed = 0
+    for path in args.files:
+        try:
+            info = write_index(path)
+        except TfrGenError as exc:
+            print(f"tfr-gen index: error: {exc}", file=err)
+            failed += 1
+            continue
+        except OSError as exc:
+            print(f"tfr-gen index: error: {path}: {exc.strerror or exc}", file=err)
+            failed += 1
+            continue
+        count = len(info.offsets)
+        print(f"wrote {path}{INDEX_SUFFIX} ({count:,} record{'' if count == 1 else 's'})", file=out)
+    if failed:
+        print(f"tfr-gen index: {failed} of {len(args.files)} files not indexed", file=err)
+        return EXIT_ERROR
+    return EXIT_OK

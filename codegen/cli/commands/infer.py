@@ -1,0 +1,117 @@
+"""``tfr-gen infer FILE_OR_GLOB...``: write a schema that describes existing TFRecord files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+from pathlib import Path
+from typing import TextIO
+
+from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from codegen.cli.commands.validate import positive
+from codegen.errors import RecordError
+from codegen.generator import naming
+from codegen.generator.load import parse_schema
+from codegen.runtime.io.tfrecord import SkippedSpan
+from codegen.tools.inference import describe_sources, infer_record, record_name_for, schema_yaml
+from codegen.tools.observe import Observation
+from codegen.tools.scan import Scanner, expand_inputs
+
+NAME = "infer"
+HELP = "infer a schema from TFRecord files (dtypes, shapes, optional features, names)"
+
+STDOUT_SCHEMA = "inferred.yaml"
+"""The file name the schema is checked under when it is printed rather than written."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
+    )
+    parser.add_argument(
+        "-o", "--out", metavar="SCHEMA", help="write the schema to this file (default: stdout)"
+    )
+    parser.add_argument(
+        "--name", metavar="RECORD", help="the record name (default: from the first file's name)"
+    )
+    parser.add_argument(
+        "--limit", type=positive, metavar="N", help="read at most N records (default: all)"
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (through a temporary file beside it)."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temporary, "x", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    schema_path = Path(args.out) if args.out else Path(STDOUT_SCHEMA)
+    problem = naming.module_name_problem(schema_path.stem, schema_path.suffix or ".yaml")
+    if problem is not None:
+        print(f"tfr-gen infer: {schema_path}: {problem}", file=err)
+        return EXIT_ERROR
+    paths = expand_inputs(args.files)
+    name = args.name or record_name_for(paths[0])
+    problem = naming.record_name_problem(name)
+    if problem is not None:
+        print(f"tfr-gen infer: --name: {problem}", file=err)
+        return EXIT_ERROR
+
+    def skipped(span: SkippedSpan, index: int) -> None:
+        scanner.clear_progress()
+        print(
+            f"tfr-gen infer: warning: {span.path}: record {index} at byte offset {span.offset}:"
+            f" {span.length} bytes skipped: {span.reason}",
+            file=err,
+        )
+
+    observation = Observation()
+    scanner = Scanner(paths, on_skip=skipped, progress=err, label="infer", limit=args.limit)
+    try:
+        with scanner:
+            for item in scanner:
+                try:
+                    observation.add(item.data)
+                except RecordError as exc:
+                    scanner.clear_progress()
+                    print(
+                        f"tfr-gen infer: warning: {item.path}: record {item.index} at byte offset"
+                        f" {item.offset}: skipped a malformed record: {exc}",
+                        file=err,
+                    )
+    except KeyboardInterrupt:
+        print(
+            f"tfr-gen infer: interrupted after {observation.records:,} records of"
+            f" {scanner.files} of {len(paths)} files; no schema written",
+            file=err,
+        )
+        return EXIT_INTERRUPTED
+    if not observation.records:
+        print(f"tfr-gen infer: no readable records in {', '.join(paths)}", file=err)
+        return EXIT_ERROR
+    record = infer_record(
+        observation, name=name, doc=describe_sources(paths[: scanner.files], observation.records)
+    )
+    text = schema_yaml(record)
+    parse_schema(text, str(schema_path))  # the generator accepts what is written, or this raises
+    for key, reason in record.left_out:
+        print(f"tfr-gen infer: warning: key {key!r} left out: {reason}", file=err)
+    summary = (
+        f"{record.name}: {len(record.features) + len(record.sequence)} features"
+        f" from {observation.records:,} records"
+    )
+    if args.out:
+        _write(schema_path, text)
+        print(f"wrote {args.out} ({summary})", file=out)
+    else:
+        out.write(text)
+        print(f"tfr-gen infer: {summary}", file=err)
+    return EXIT_OK

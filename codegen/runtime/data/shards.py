@@ -1,0 +1,526 @@
+"""Datasets that know their schema: sharded TFRecord files plus a manifest.
+
+A dataset in a directory is ``<prefix>-00000-of-00008.tfrecord.gz`` ... (``.gz`` for gzip,
+``.zlib`` for zlib, nothing more when uncompressed) and ``<prefix>.manifest.json``, which names the
+writer's schema (module, record, version, fingerprint and canonical form) and every shard with its
+record count and byte size. Records keep their order: shard ``i`` holds the ``i``-th contiguous
+run.
+
+Writing is crash-safe: each shard is written to a hidden temporary file and renamed, and the
+manifest is written last, the same way, so a dataset without a manifest is incomplete. Reading
+checks every shard's size and record count against the manifest, and the writer's schema against
+the reader's with :func:`~codegen.runtime.data.schemainfo.check_readable`; with ``on_error="skip"`` it
+reads what it can of damaged shards and reports the rest (see :func:`read_dataset`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from codegen.errors import DataError, RecordError, TfrGenError
+from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
+from codegen.runtime.io.records import PathLike
+from codegen.runtime.io.skips import (
+    FRAMING,
+    OnSkip,
+    SkippedRecord,
+    SkipReporter,
+    check_on_error,
+)
+from codegen.runtime.io.tfrecord import (
+    Compression,
+    OnError,
+    SkippedSpan,
+    TFRecordReader,
+    TFRecordWriter,
+)
+
+__all__ = [
+    "MANIFEST_SUFFIX",
+    "Manifest",
+    "SchemaInfo",
+    "ShardInfo",
+    "load_manifest",
+    "read_dataset",
+    "write_dataset",
+]
+
+T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
+
+MANIFEST_SUFFIX = ".manifest.json"
+"""The file name of a dataset's manifest is its prefix followed by this."""
+
+_FORMAT = "tfr-gen dataset"
+_FORMAT_VERSION = 1
+_EXTENSIONS: dict[Compression, str] = {
+    None: ".tfrecord",
+    "gzip": ".tfrecord.gz",
+    "zlib": ".tfrecord.zlib",
+}
+_BAD_PREFIX = re.compile(r"[/\\\x00]")
+_CAMEL_BOUNDARY = re.compile(
+    r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[0-9])(?=[A-Z][a-z])"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """One shard of a dataset: its file name (in the dataset's directory), records and bytes."""
+
+    file: str
+    records: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What ``<prefix>.manifest.json`` says about a dataset: its writer's schema and its shards."""
+
+    directory: str
+    prefix: str
+    schema: SchemaInfo
+    compression: Compression
+    shards: tuple[ShardInfo, ...]
+
+    @property
+    def record_count(self) -> int:
+        """How many records the dataset holds (from the manifest: nothing is scanned)."""
+        return sum(shard.records for shard in self.shards)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The shard files, in record order."""
+        return tuple(os.path.join(self.directory, shard.file) for shard in self.shards)
+
+    @property
+    def path(self) -> str:
+        """The manifest file."""
+        return os.path.join(self.directory, self.prefix + MANIFEST_SUFFIX)
+
+    def to_json(self) -> dict[str, object]:
+        """The manifest file's content."""
+        schema = self.schema
+        return {
+            "format": _FORMAT,
+            "format_version": _FORMAT_VERSION,
+            "module": schema.module,
+            "record": schema.record,
+            "version": schema.version,
+            "fingerprint": schema.fingerprint,
+            "schema": json.loads(schema.canonical),
+            "compression": self.compression,
+            "record_count": self.record_count,
+            "shards": [
+                {"file": s.file, "records": s.records, "bytes": s.size} for s in self.shards
+            ],
+        }
+
+
+def default_prefix(record: str) -> str:
+    """The file prefix of a record's datasets: its name in snake_case (``MovieRating`` ->
+    ``movie_rating``)."""
+    return _CAMEL_BOUNDARY.sub("_", record).lower()
+
+
+def shard_name(prefix: str, index: int, count: int, compression: Compression) -> str:
+    """``<prefix>-00003-of-00008.tfrecord.gz``."""
+    return f"{prefix}-{index:05d}-of-{count:05d}{_EXTENSIONS[compression]}"
+
+
+def _check_prefix(prefix: str) -> str:
+    if not prefix or prefix.startswith(".") or _BAD_PREFIX.search(prefix):
+        raise TfrGenError(
+            f"invalid dataset prefix {prefix!r}: expected a file name part without '/', '\\' or"
+            " NUL that does not start with '.'"
+        )
+    return prefix
+
+
+def _check_compression(compression: object) -> Compression:
+    if compression is None or compression == "gzip" or compression == "zlib":
+        return compression
+    raise TfrGenError(
+        f"unknown dataset compression {compression!r}; expected None, 'gzip' or 'zlib'"
+    )
+
+
+def _check_count(name: str, value: int | None) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise TfrGenError(f"{name} must be a positive int or None, got {value!r}")
+
+
+def _dataset_files(directory: str, prefix: str) -> list[str]:
+    """The manifest and shard files of the dataset ``prefix`` that exist in ``directory``."""
+    shard = re.compile(re.escape(prefix) + r"-[0-9]{5,}-of-[0-9]{5,}\.tfrecord(?:\.gz|\.zlib)?")
+    manifest = prefix + MANIFEST_SUFFIX
+    return sorted(
+        name for name in os.listdir(directory) if name == manifest or shard.fullmatch(name)
+    )
+
+
+def _fsync_directory(directory: str) -> None:
+    """Makes renames in ``directory`` durable (POSIX; tolerates filesystems that cannot)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot sync a directory; the renames still happened
+    finally:
+        os.close(fd)
+
+
+def _write_text_atomic(path: str, text: str) -> None:
+    """Writes ``text`` to a hidden temporary file next to ``path``, syncs it and renames it."""
+    directory, name = os.path.split(path)
+    temporary = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temporary, "x", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    _fsync_directory(directory)
+
+
+def _runs(
+    payloads: Iterable[bytes], shards: int | None, per_shard: int | None
+) -> Iterator[Iterator[bytes]]:
+    """The payloads cut into the contiguous runs of the shards (at least one, possibly empty).
+
+    With ``shards`` the payloads are collected first, to cut them into runs whose sizes differ by
+    at most one; otherwise they stream, ``per_shard`` at a time (all in one run when ``None``).
+    Each run must be consumed before the next one is taken.
+    """
+    if shards is not None:
+        items = list(payloads)
+        base, extra = divmod(len(items), shards)
+        start = 0
+        for i in range(shards):
+            stop = start + base + (i < extra)
+            yield iter(items[start:stop])
+            start = stop
+        return
+    iterator = iter(payloads)
+    if per_shard is None:
+        yield iterator
+        return
+    head = list(itertools.islice(iterator, 1))
+    yield itertools.chain(head, itertools.islice(iterator, per_shard - 1))
+    while head := list(itertools.islice(iterator, 1)):
+        yield itertools.chain(head, itertools.islice(iterator, per_shard - 1))
+
+
+def write_dataset(
+    directory: PathLike,
+    payloads: Iterable[bytes],
+    *,
+    schema: SchemaInfo,
+    shards: int | None = None,
+    max_records_per_shard: int | None = None,
+    compression: Literal["gzip", "zlib"] | None = "gzip",
+    prefix: str | None = None,
+    overwrite: bool = False,
+) -> Manifest:
+    """Writes serialized records as a sharded dataset with a manifest; returns the manifest.
+
+    ``shards`` fixes the number of shards (the payloads are collected first to split them evenly);
+    ``max_records_per_shard`` streams, starting a new shard every so many records; with neither,
+    all records go to one shard. ``prefix`` defaults to the record name in snake_case. An existing
+    dataset with the same prefix (its manifest or any shard) is an error unless ``overwrite``; it
+    is then replaced, and its shards that the new dataset does not reuse are deleted. If writing a
+    shard fails, the shards written so far are deleted and an existing dataset is left as it was.
+    """
+    _check_count("shards", shards)
+    _check_count("max_records_per_shard", max_records_per_shard)
+    if shards is not None and max_records_per_shard is not None:
+        raise TfrGenError("give shards or max_records_per_shard, not both")
+    compression = _check_compression(compression)
+    prefix = _check_prefix(default_prefix(schema.record) if prefix is None else prefix)
+    schema.record_schema()  # the manifest must hold a canonical form that matches its fingerprint
+    root = os.fspath(directory)
+    os.makedirs(root, exist_ok=True)
+    existing = _dataset_files(root, prefix)
+    if existing and not overwrite:
+        raise TfrGenError(
+            f"{root}: a dataset with prefix {prefix!r} already exists ({', '.join(existing[:3])}"
+            f"{', ...' if len(existing) > 3 else ''}); pass overwrite=True to replace it"
+        )
+    pending: list[tuple[str, int]] = []  # temporary shard files and their record counts
+    token = secrets.token_hex(6)
+    try:
+        for index, run in enumerate(_runs(payloads, shards, max_records_per_shard)):
+            temporary = os.path.join(root, f".{prefix}-{index:05d}.{token}.pending")
+            with TFRecordWriter(temporary, compression=compression) as writer:
+                for payload in run:
+                    writer.write(payload)
+            pending.append((temporary, writer.records_written))
+    except BaseException:
+        for temporary, _ in pending:
+            os.unlink(temporary)
+        raise
+    manifest_path = os.path.join(root, prefix + MANIFEST_SUFFIX)
+    if os.path.exists(manifest_path):
+        os.unlink(manifest_path)  # from here on the old dataset is incomplete, never inconsistent
+    infos: list[ShardInfo] = []
+    for index, (temporary, records) in enumerate(pending):
+        name = shard_name(prefix, index, len(pending), compression)
+        os.replace(temporary, os.path.join(root, name))
+        infos.append(ShardInfo(name, records, os.path.getsize(os.path.join(root, name))))
+    _fsync_directory(root)
+    manifest = Manifest(root, prefix, schema, compression, tuple(infos))
+    _write_text_atomic(manifest_path, json.dumps(manifest.to_json(), indent=2) + "\n")
+    written = {info.file for info in infos} | {prefix + MANIFEST_SUFFIX}
+    for name in existing:
+        if name not in written:
+            os.unlink(os.path.join(root, name))
+    return manifest
+
+
+def _find_prefix(directory: str) -> str:
+    """The prefix of the only dataset in ``directory``."""
+    try:
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise TfrGenError(
+            f"{directory}: cannot list the dataset directory: {exc.strerror or exc}"
+        ) from None
+    prefixes = sorted(n[: -len(MANIFEST_SUFFIX)] for n in names if n.endswith(MANIFEST_SUFFIX))
+    if not prefixes:
+        raise TfrGenError(f"{directory}: no dataset manifest (*{MANIFEST_SUFFIX}) in the directory")
+    if len(prefixes) > 1:
+        raise TfrGenError(
+            f"{directory}: {len(prefixes)} datasets ({', '.join(prefixes)}); pass prefix= to"
+            " choose one"
+        )
+    return prefixes[0]
+
+
+_TYPE_NAMES = {int: "an integer", str: "a string"}
+
+
+def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
+    """``data[name]`` if it is exactly of type ``kind`` (no bools for ints), else an error."""
+    value = data.get(name)
+    if type(value) is not kind:
+        raise TfrGenError(
+            f"{where}: invalid manifest: {name!r} must be {_TYPE_NAMES[kind]}, got {value!r}"
+        )
+    return value
+
+
+def load_manifest(directory: PathLike, prefix: str | None = None) -> Manifest:
+    """The manifest of the dataset ``prefix`` in ``directory`` (without scanning its shards).
+
+    ``prefix=None`` takes the only dataset in the directory. A missing or malformed manifest, or
+    one whose canonical schema does not match its fingerprint, raises
+    :class:`~codegen.errors.TfrGenError`.
+    """
+    root = os.fspath(directory)
+    prefix = _check_prefix(_find_prefix(root) if prefix is None else prefix)
+    path = os.path.join(root, prefix + MANIFEST_SUFFIX)
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except FileNotFoundError:
+        raise TfrGenError(
+            f"{path}: no such manifest: no dataset {prefix!r} here, or its writing did not finish"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise TfrGenError(f"{path}: cannot read the manifest: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise TfrGenError(f"{path}: not a tfr-gen dataset manifest")
+    if data.get("format_version") != _FORMAT_VERSION:
+        raise TfrGenError(
+            f"{path}: manifest format version {data.get('format_version')!r} is not supported"
+            f" (this tfr-gen reads version {_FORMAT_VERSION})"
+        )
+    canonical = data.get("schema")
+    if not isinstance(canonical, dict):
+        raise TfrGenError(f"{path}: invalid manifest: 'schema' must be an object")
+    schema = SchemaInfo(
+        module=_field(data, "module", str, path),
+        record=_field(data, "record", str, path),
+        version=_field(data, "version", int, path),
+        fingerprint=_field(data, "fingerprint", str, path),
+        canonical=json.dumps(
+            canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        ),
+    )
+    try:
+        schema.record_schema()
+    except TfrGenError as exc:
+        raise TfrGenError(f"{path}: invalid manifest: {exc}") from None
+    compression = data.get("compression")
+    if compression not in _EXTENSIONS:
+        raise TfrGenError(f"{path}: invalid manifest: unknown compression {compression!r}")
+    shards = data.get("shards")
+    if not isinstance(shards, list) or not shards:
+        raise TfrGenError(f"{path}: invalid manifest: 'shards' must be a non-empty list")
+    infos: list[ShardInfo] = []
+    for index, shard in enumerate(shards):
+        where = f"{path}: shard {index}"
+        if not isinstance(shard, dict):
+            raise TfrGenError(f"{where}: invalid manifest: expected an object, got {shard!r}")
+        name = _field(shard, "file", str, where)
+        expected = shard_name(prefix, index, len(shards), compression)
+        if name != expected:
+            raise TfrGenError(f"{where}: invalid manifest: file {name!r} should be {expected!r}")
+        records, size = _field(shard, "records", int, where), _field(shard, "bytes", int, where)
+        if records < 0 or size < 0:
+            raise TfrGenError(f"{where}: invalid manifest: negative record count or size")
+        infos.append(ShardInfo(name, records, size))
+    if data.get("record_count") != sum(info.records for info in infos):
+        raise TfrGenError(
+            f"{path}: invalid manifest: 'record_count' is not the sum of the shards' records"
+        )
+    return Manifest(root, prefix, schema, compression, tuple(infos))
+
+
+def read_dataset(
+    directory: PathLike,
+    decode: Callable[[bytes], T],
+    *,
+    schema: SchemaInfo,
+    check_schema: bool = True,
+    prefix: str | None = None,
+    on_error: OnError = "raise",
+    on_skip: OnSkip | None = None,
+) -> Iterator[T]:
+    """The decoded records of a dataset, in order, checked against its manifest.
+
+    ``prefix=None`` reads the dataset named after ``schema``'s record (as :func:`write_dataset`
+    names it) if there is one, else the only dataset in the directory. With ``check_schema`` (the
+    default) the writer's schema must be readable by ``schema``: every change from it is
+    ``backward`` or ``full``, else :class:`~codegen.errors.SchemaMismatchError` names every change.
+    The manifest and schema are checked at once, in both modes.
+
+    With ``on_error="raise"`` (the default) each shard's byte size is checked before it is read
+    and its record count after; a shard that cannot be opened raises
+    :class:`~codegen.errors.TfrGenError`, and a corrupt or truncated shard, or a record that does
+    not decode, :class:`~codegen.errors.DataError` with its file, index and offset.
+
+    With ``on_error="skip"`` nothing of a shard raises. Each piece passed over goes to ``on_skip``
+    (see :mod:`codegen.runtime.io.skips`; without a callback it is logged as a warning): a corrupt
+    or truncated stretch (the reader resynchronises after it), a shard that cannot be opened (a
+    span of offset 0 and the manifest's byte size for it), and a record that does not decode (a
+    :class:`~codegen.runtime.io.skips.SkippedRecord`). A shard whose byte size or record count does
+    not match the manifest is read all the same and the mismatch logged as a warning: it follows
+    from what was skipped, or from a shard replaced after writing. When the read ends, a summary
+    of what was skipped is logged (if anything was).
+    """
+    on_error = check_on_error(on_error, on_skip, "read_dataset")
+    root = os.fspath(directory)
+    if prefix is None:
+        named = default_prefix(schema.record)
+        prefix = named if os.path.exists(os.path.join(root, named + MANIFEST_SUFFIX)) else None
+    manifest = load_manifest(root, prefix)
+    if check_schema:
+        check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
+    if on_error == "raise":
+        return _records(manifest, decode)
+    return _skipping_records(manifest, decode, SkipReporter(on_skip, _log))
+
+
+def _records(manifest: Manifest, decode: Callable[[bytes], T]) -> Iterator[T]:
+    for shard, path in zip(manifest.shards, manifest.paths, strict=True):
+        try:
+            size = os.path.getsize(path)
+        except OSError as exc:
+            raise TfrGenError(f"{path}: cannot read the shard: {exc.strerror or exc}") from None
+        if size != shard.size:
+            raise TfrGenError(
+                f"{path}: the shard has {size} bytes but the manifest lists {shard.size}: it was"
+                " changed or replaced after the dataset was written"
+            )
+        yield from _shard_records(path, shard, manifest.compression, decode)
+
+
+def _shard_records(
+    path: str, shard: ShardInfo, compression: Compression, decode: Callable[[bytes], T]
+) -> Iterator[T]:
+    with TFRecordReader(path, compression=compression) as reader:
+        for data in reader:
+            offset = reader.offset - len(data) - FRAMING  # the record's header
+            index = reader.index - 1
+            if index >= shard.records:
+                raise DataError(
+                    f"the shard holds more records than the {shard.records} its manifest lists",
+                    path=path,
+                    index=index,
+                    offset=offset,
+                )
+            try:
+                record = decode(data)
+            except RecordError as exc:
+                raise DataError(str(exc), path=path, index=index, offset=offset) from exc
+            yield record
+        if reader.index != shard.records:
+            raise DataError(
+                f"the shard ends after {reader.index} records; its manifest lists {shard.records}",
+                path=path,
+                index=reader.index,
+                offset=reader.offset,
+            )
+
+
+def _skipping_records(
+    manifest: Manifest, decode: Callable[[bytes], T], report: SkipReporter
+) -> Iterator[T]:
+    """The records :func:`read_dataset` yields with ``on_error="skip"``."""
+    for shard, path in zip(manifest.shards, manifest.paths, strict=True):
+        try:
+            file = open(path, "rb", buffering=0)
+        except OSError as exc:
+            report(
+                SkippedSpan(path, 0, shard.size, f"cannot read the shard: {exc.strerror or exc}")
+            )
+            continue
+        with (
+            file,
+            TFRecordReader(
+                file, compression=manifest.compression, on_error="skip", on_skip=report
+            ) as reader,
+        ):
+            size = os.fstat(file.fileno()).st_size
+            if size != shard.size:
+                _log.warning(
+                    "%s: the shard has %d bytes but the manifest lists %d; reading it all the same",
+                    path,
+                    size,
+                    shard.size,
+                )
+            for data in reader:
+                try:
+                    record = decode(data)
+                except RecordError as exc:
+                    offset = reader.offset - len(data) - FRAMING
+                    report(
+                        SkippedRecord(path, offset, len(data) + FRAMING, str(exc), reader.index - 1)
+                    )
+                    continue
+                yield record
+            if reader.index != shard.records:
+                _log.warning(
+                    "%s: the shard holds %d readable records; its manifest lists %d",
+                    path,
+                    reader.index,
+                    shard.records,
+                )
+    if report.counts:
+        _log.warning("dataset %s: skipped %s", manifest.path, report.counts)

@@ -1,0 +1,344 @@
+"""Random access to the records of an uncompressed TFRecord file, through an index of their offsets.
+
+Index file format, version 1 (``FILE.index`` beside ``FILE``; all integers little-endian)::
+
+    offset  size  field
+         0     8  magic b"TFRINDEX"
+         8     4  u32 format version (1)
+        12     4  u32 crc32c of bytes 16 to the end
+        16     8  u64 record count N
+        24     8  u64 size in bytes of the TFRecord file when it was indexed
+        32     8  i64 modification time of the file then, in nanoseconds since the epoch
+        40    8N  u64 byte offset of each record's header, in file order
+
+An index is *stale* when the file's size or modification time differ from those it records (the
+file was rewritten or appended to since). :class:`IndexedReader` uses ``FILE.index`` when it is
+current and otherwise finds the offsets by reading the file once; an index passed explicitly must
+be current and valid, or :class:`~codegen.errors.TfrGenError` says why. Reading a record checks its
+length and data CRCs, as sequential reading does. Compressed files have no index: their records
+cannot be reached without decompressing everything before them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Generic, TypeVar
+
+import crc32c
+import numpy as np
+from numpy.typing import NDArray
+
+from codegen.errors import DataError, RecordError, TfrGenError
+from codegen.runtime.io.tfrecord import TFRecordReader, resolve_compression
+
+__all__ = [
+    "INDEX_SUFFIX",
+    "IndexInfo",
+    "IndexedReader",
+    "IndexedRecords",
+    "index_bytes",
+    "read_index",
+    "scan_offsets",
+    "write_index",
+]
+
+T = TypeVar("T")
+
+INDEX_SUFFIX = ".index"
+"""An index file is named after its TFRecord file plus this suffix."""
+MAGIC = b"TFRINDEX"
+VERSION = 1
+_HEADER = struct.Struct("<8sIIQQq")
+_FRAME = struct.Struct("<QI")  # a record's data length and the masked crc32c of those 8 bytes
+_U32 = struct.Struct("<I")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    """The offsets of a file's records and the file's ``size`` and ``mtime_ns`` they belong to."""
+
+    offsets: NDArray[np.uint64]
+    size: int
+    mtime_ns: int
+
+    def matches(self, stat: os.stat_result) -> bool:
+        """Whether the file described by ``stat`` is still the one indexed."""
+        return stat.st_size == self.size and stat.st_mtime_ns == self.mtime_ns
+
+
+def _masked_crc(data: bytes) -> int:
+    """The masked crc32c TFRecord framing stores (see :mod:`codegen.runtime.io.tfrecord`)."""
+    c: int = crc32c.crc32c(data)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _uncompressed(path: str) -> None:
+    compression = resolve_compression(path, "auto")
+    if compression is not None:
+        raise TfrGenError(
+            f"{path}: a {compression}-compressed file cannot be indexed (its records can only be"
+            " reached by decompressing everything before them); write it uncompressed for random"
+            " access"
+        )
+
+
+def scan_offsets(path: str | os.PathLike[str]) -> IndexInfo:
+    """The offsets of every record of the uncompressed file at ``path``, found by reading it.
+
+    :class:`~codegen.errors.DataError` for a corrupt or truncated file; :class:`TfrGenError` for a
+    compressed one, or one that changes while it is read.
+    """
+    name = os.fspath(path)
+    _uncompressed(name)
+    before = os.stat(name)
+    offsets: list[int] = []
+    with TFRecordReader(name) as reader:
+        for data in reader:
+            offsets.append(reader.offset - len(data) - 16)
+    after = os.stat(name)
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise TfrGenError(f"{name}: the file changed while it was being indexed; try again")
+    return IndexInfo(np.array(offsets, dtype=np.uint64), before.st_size, before.st_mtime_ns)
+
+
+def index_bytes(info: IndexInfo) -> bytes:
+    """The index file contents for ``info``."""
+    body = (
+        struct.pack("<QQq", len(info.offsets), info.size, info.mtime_ns)
+        + info.offsets.astype("<u8").tobytes()
+    )
+    return MAGIC + struct.pack("<II", VERSION, crc32c.crc32c(body)) + body
+
+
+def write_index(
+    path: str | os.PathLike[str], index: str | os.PathLike[str] | None = None
+) -> IndexInfo:
+    """Index the uncompressed TFRecord file at ``path`` into ``index`` (default ``path.index``).
+
+    The index file is replaced atomically. Errors as :func:`scan_offsets`.
+    """
+    name = os.fspath(path)
+    target = os.fspath(index) if index is not None else name + INDEX_SUFFIX
+    info = scan_offsets(name)
+    directory, base = os.path.split(os.path.abspath(target))
+    temporary = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temporary, "xb") as file:
+            file.write(index_bytes(info))
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return info
+
+
+def read_index(index: str | os.PathLike[str]) -> IndexInfo:
+    """The contents of an index file; :class:`TfrGenError` naming what is wrong with it."""
+    name = os.fspath(index)
+    with open(name, "rb") as file:
+        data = file.read()
+    if len(data) < _HEADER.size or data[:8] != MAGIC:
+        raise TfrGenError(f"{name}: not a tfr-gen index file (it does not start with {MAGIC!r})")
+    _, version, crc, count, size, mtime_ns = _HEADER.unpack_from(data)
+    if version != VERSION:
+        raise TfrGenError(
+            f"{name}: index format version {version}; this tfr-gen reads version {VERSION}"
+        )
+    if len(data) != _HEADER.size + 8 * count:
+        raise TfrGenError(
+            f"{name}: truncated or damaged index: {len(data)} bytes for {count} records"
+            f" (expected {_HEADER.size + 8 * count})"
+        )
+    if crc32c.crc32c(data[16:]) != crc:
+        raise TfrGenError(f"{name}: damaged index: its checksum does not match its contents")
+    offsets = np.frombuffer(data, "<u8", count, _HEADER.size).astype(np.uint64)
+    steps = np.diff(offsets.astype(np.int64))
+    if count and (offsets[0] != 0 or np.any(steps < 16) or int(offsets[-1]) + 16 > size):
+        raise TfrGenError(f"{name}: damaged index: its offsets do not fit a {size}-byte file")
+    return IndexInfo(offsets, size, mtime_ns)
+
+
+def _when(mtime_ns: int) -> str:
+    return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC).isoformat(timespec="seconds")
+
+
+class IndexedReader:
+    """The records of an uncompressed TFRecord file by position: ``len(reader)``, ``reader[i]``.
+
+    ``index`` names the index file to use; it must be valid and current (else
+    :class:`TfrGenError`). Without it, ``path + ".index"`` is used when it is valid and current, and
+    otherwise the offsets are found by reading the file once (``index_path`` is then ``None``).
+    ``reader[i]`` takes negative indexes and raises ``IndexError`` outside ``-len <= i < len``; a
+    record whose CRCs fail, or that the file no longer holds, raises
+    :class:`~codegen.errors.DataError` naming the file, index and offset. Reads are safe from
+    several threads. Close the reader (or use ``with``) to close the file.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, index: str | os.PathLike[str] | None = None
+    ) -> None:
+        self.path = os.fspath(path)
+        _uncompressed(self.path)
+        self._file = open(self.path, "rb")
+        try:
+            stat = os.fstat(self._file.fileno())
+            self.index_path: str | None
+            if index is not None:
+                self.index_path = os.fspath(index)
+                info = read_index(self.index_path)
+                if not info.matches(stat):
+                    raise TfrGenError(
+                        f"{self.index_path}: stale index of {self.path}: it was built for"
+                        f" {info.size} bytes modified {_when(info.mtime_ns)}, the file now has"
+                        f" {stat.st_size} bytes modified {_when(stat.st_mtime_ns)}; rebuild it with"
+                        f" 'tfr-gen index {self.path}'"
+                    )
+            else:
+                info = self._default_index(stat)
+        except BaseException:
+            self._file.close()
+            raise
+        self._offsets = info.offsets
+        self._lock = threading.Lock()
+
+    def _default_index(self, stat: os.stat_result) -> IndexInfo:
+        """``path.index`` when valid and current, else the offsets found by a scan."""
+        candidate = self.path + INDEX_SUFFIX
+        self.index_path = None
+        if os.path.exists(candidate):
+            try:
+                info = read_index(candidate)
+            except TfrGenError:
+                info = None
+            if info is not None and info.matches(stat):
+                self.index_path = candidate
+                return info
+        return scan_offsets(self.path)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def offset(self, i: int) -> int:
+        """The byte offset of record ``i``'s header (negative ``i`` counts from the end)."""
+        n = len(self._offsets)
+        j = i + n if i < 0 else i
+        if not 0 <= j < n:
+            raise IndexError(f"record index {i} out of range for {n} records in {self.path}")
+        return int(self._offsets[j])
+
+    def __getitem__(self, i: int) -> bytes:
+        offset = self.offset(i)
+        j = i + len(self._offsets) if i < 0 else i
+        with self._lock:
+            self._file.seek(offset)
+            header = self._file.read(12)
+            if len(header) < 12:
+                raise self._error(j, offset, f"truncated header: only {len(header)} of 12 bytes")
+            length, stored = _FRAME.unpack(header)
+            computed = _masked_crc(header[:8])
+            if computed != stored:
+                raise self._error(
+                    j,
+                    offset,
+                    f"corrupt length CRC: stored {stored:#010x}, computed {computed:#010x}",
+                )
+            rest = self._file.read(length + 4)
+        if len(rest) < length + 4:
+            raise self._error(
+                j,
+                offset,
+                f"truncated record: the file ends {12 + len(rest)} bytes into a record that"
+                f" declares {length} bytes of data ({16 + length} bytes with its framing)",
+            )
+        data = rest[:length]
+        stored = _U32.unpack_from(rest, length)[0]
+        computed = _masked_crc(data)
+        if computed != stored:
+            raise self._error(
+                j,
+                offset,
+                f"corrupt data CRC of a {length}-byte record: stored {stored:#010x},"
+                f" computed {computed:#010x}",
+            )
+        return data
+
+    def _error(self, index: int, offset: int, reason: str) -> DataError:
+        return DataError(reason, path=self.path, index=index, offset=offset)
+
+    def __iter__(self) -> Iterator[bytes]:
+        for i in range(len(self._offsets)):
+            yield self[i]
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+    def __enter__(self) -> IndexedReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class IndexedRecords(Generic[T]):
+    """Decoded records of an uncompressed TFRecord file by position: ``len(records)``,
+    ``records[i]`` (``decode(reader[i])``).
+
+    A record that does not decode raises :class:`~codegen.errors.DataError` naming the file, index
+    and offset. ``index`` is as for :class:`IndexedReader`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        decode: Callable[[bytes], T],
+        *,
+        index: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.reader = IndexedReader(path, index=index)
+        self._decode = decode
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getitem__(self, i: int) -> T:
+        data = self.reader[i]
+        try:
+            return self._decode(data)
+        except RecordError as exc:
+            j = i + len(self.reader) if i < 0 else i
+            raise DataError(
+                str(exc), path=self.reader.path, index=j, offset=self.reader.offset(i)
+            ) from exc
+
+    def __iter__(self) -> Iterator[T]:
+        for i in range(len(self.reader)):
+            yield self[i]
+
+    def close(self) -> None:
+        """Close the file."""
+        self.reader.close()
+
+    def __enter__(self) -> IndexedRecords[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

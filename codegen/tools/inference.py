@@ -1,0 +1,288 @@
+"""Inferring a schema from records: what ``tfr-gen infer`` writes.
+
+Per key, from an :class:`~codegen.tools.observe.Observation` of the records:
+
+* dtype: ``int64`` for an Int64List, ``float32`` for a FloatList, and for a BytesList ``string``
+  when every value is valid UTF-8 (and there is at least one), else ``bytes``;
+* shape: the same number ``n`` of values in every feature gives ``[]`` (``n == 1``) or ``[n]``;
+  varying (or always zero) counts give ``[null]``. For a feature list the shape is one step's (a
+  step with no list holds no values);
+* ``optional: true`` for a fixed-shape feature some record lacks (a ``[null]`` feature that is
+  absent reads as no values), and for a feature list some record lacks;
+* names: the key itself when it is a valid feature name, else a snake_case name made from it
+  (unique, never reserved) plus ``key:``.
+
+Features are sorted by key. A key that holds different list kinds in different records cannot be
+described and raises :class:`~codegen.errors.TfrGenError`. A key that never holds a list, and the
+empty key (a schema cannot name it), are left out and listed in ``InferredRecord.left_out``.
+SequenceExamples none of whose feature lists is left are described by an Example record: an
+Example's features are read from the same field as a SequenceExample's context.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import yaml
+
+from codegen.dtypes import Wire
+from codegen.errors import SchemaError, TfrGenError
+from codegen.generator import naming
+from codegen.generator.schema.loader import load_yaml
+from codegen.tools.observe import KeyObservation, Observation
+
+__all__ = [
+    "InferredFeature",
+    "InferredRecord",
+    "describe_sources",
+    "feature_names",
+    "infer_record",
+    "record_name_for",
+    "schema_yaml",
+    "yaml_scalar",
+]
+
+HEADER = "# Inferred by 'tfr-gen infer': review the dtypes, shapes, names and optional features."
+"""The comment that opens an inferred schema."""
+
+
+@dataclass(frozen=True, slots=True)
+class InferredFeature:
+    """One inferred feature: attribute name, key, dtype name, shape and whether it is optional."""
+
+    name: str
+    key: str
+    dtype: str
+    shape: tuple[int | None, ...]
+    optional: bool
+
+    def flow(self) -> str:
+        """The feature's fields on one line, as a schema writes them (``key``, ``shape`` and
+        ``optional`` only when they are not the defaults):
+        ``{key: Movie Ratings, dtype: float32, shape: [null]}``."""
+        fields = [] if self.key == self.name else [f"key: {yaml_scalar(self.key)}"]
+        fields.append(f"dtype: {self.dtype}")
+        if self.shape:
+            dims = ", ".join("null" if d is None else str(d) for d in self.shape)
+            fields.append(f"shape: [{dims}]")
+        if self.optional:
+            fields.append("optional: true")
+        return "{" + ", ".join(fields) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class InferredRecord:
+    """An inferred record.
+
+    For Example data (``is_sequence`` false) ``features`` are its features; for SequenceExample
+    data they are the context and ``sequence`` holds the feature lists. ``left_out`` holds
+    ``(key, reason)`` for each key the schema leaves out.
+    """
+
+    name: str
+    doc: str
+    is_sequence: bool
+    features: tuple[InferredFeature, ...]
+    sequence: tuple[InferredFeature, ...]
+    left_out: tuple[tuple[str, str], ...]
+
+
+def _dtype(key: str, seen: KeyObservation, what: str) -> str:
+    kinds = seen.list_kinds
+    if len(kinds) > 1:
+        held = " and ".join(f"{seen.kinds[kind]} {kind.list_name}" for kind in kinds)
+        raise TfrGenError(
+            f"{what} {key!r} holds {held} features; a schema needs one list kind per key"
+        )
+    if kinds[0] is Wire.INT64:
+        return "int64"
+    if kinds[0] is Wire.FLOAT:
+        return "float32"
+    return "string" if seen.utf8 and seen.values else "bytes"
+
+
+def _shape(seen: KeyObservation) -> tuple[int | None, ...]:
+    low, high = seen.counts_min, seen.counts_max
+    if low is not None and low == high and low > 0:
+        return () if low == 1 else (low,)
+    return (None,)
+
+
+def _feature(
+    name: str, key: str, seen: KeyObservation, what: str, *, absent: bool
+) -> InferredFeature:
+    """The feature of one key; ``absent`` says whether some record lacks it."""
+    is_list = what == "feature list"
+    # A step with no list holds no values, which only a variable step shape allows.
+    shape = (None,) if is_list and seen.kinds[0] else _shape(seen)
+    optional = absent and (None not in shape or is_list)
+    return InferredFeature(name, key, _dtype(key, seen, what), shape, optional)
+
+
+def _sorted(table: dict[str, KeyObservation]) -> list[tuple[str, KeyObservation]]:
+    return sorted(table.items(), key=lambda item: item[0].encode("utf-8"))
+
+
+def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRecord:
+    """The record that describes every observed record (rules in the module docstring).
+
+    :class:`TfrGenError` when no schema can: a key with several list kinds, or no key with values
+    at all.
+    """
+    problem = naming.record_name_problem(name)
+    if problem is not None:
+        raise TfrGenError(problem)
+    total = observation.records
+    left_out: list[tuple[str, str]] = []
+
+    def describable(key: str, seen: KeyObservation) -> bool:
+        if not key:
+            left_out.append((key, "a schema cannot name the empty key"))
+        elif not seen.listed:
+            left_out.append((key, "it never holds a value list"))
+        return bool(key) and seen.listed > 0
+
+    kept = [(key, seen) for key, seen in _sorted(observation.features) if describable(key, seen)]
+    steps = [
+        (key, seen) for key, seen in _sorted(observation.feature_lists) if describable(key, seen)
+    ]
+    if not kept and not steps:
+        raise TfrGenError("no feature of the records holds a value list; there is nothing to infer")
+    # Without a feature list to describe, the context reads as an Example's features would.
+    is_sequence = bool(steps)
+    names = feature_names([key for key, _ in kept] + [key for key, _ in steps])
+    features = tuple(
+        _feature(attribute, key, seen, "key", absent=seen.listed < total)
+        for attribute, (key, seen) in zip(names[: len(kept)], kept, strict=True)
+    )
+    sequence = tuple(
+        _feature(attribute, key, seen, "feature list", absent=seen.records < total)
+        for attribute, (key, seen) in zip(names[len(kept) :], steps, strict=True)
+    )
+    return InferredRecord(
+        name=name,
+        doc=doc,
+        is_sequence=is_sequence,
+        features=features,
+        sequence=sequence,
+        left_out=tuple(left_out),
+    )
+
+
+def _words(text: str) -> list[str]:
+    """The ASCII words of ``text``, camelCase split: ``"myKey 2"`` -> ``["my", "Key", "2"]``."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    split = re.sub(r"([a-z0-9])([A-Z])|([A-Z])([A-Z][a-z])", r"\1\3_\2\4", ascii_text)
+    return re.findall(r"[A-Za-z0-9]+", split)
+
+
+def _snake_name(key: str) -> str:
+    """A valid feature name made from ``key``: ``"Movie Ratings"`` -> ``"movie_ratings"``."""
+    name = "_".join(_words(key)).lower() or "feature"
+    if name[0].isdigit():
+        name = "f_" + name
+    if naming.feature_name_problem(name) is not None:  # a keyword, reserved or builtin name
+        name += "_"
+    return name
+
+
+def feature_names(keys: Sequence[str]) -> list[str]:
+    """One distinct, valid feature name per key, in order.
+
+    A key that is a valid feature name is its own name (its first occurrence: a key may be both a
+    context key and a feature-list key); the others get :func:`_snake_name`, numbered (``_2``,
+    ``_3``...) when it is taken.
+    """
+    own = {key for key in keys if naming.feature_name_problem(key) is None}
+    taken = set(own)
+    names: list[str] = []
+    for key in keys:
+        if key in own:
+            own.discard(key)
+            names.append(key)
+            continue
+        base = name = _snake_name(key)
+        number = 1
+        while name in taken:
+            number += 1
+            name = f"{base}_{number}"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def record_name_for(path: str) -> str:
+    """A record name from a data file's name: ``customer_1.tfrecord`` -> ``Customer1``."""
+    stem = os.path.basename(path).split(".")[0]
+    name = "".join(word[:1].upper() + word[1:] for word in _words(stem)) or "Record"
+    if name[0].isdigit():
+        name = "Record" + name
+    if keyword.iskeyword(name):
+        name += "Record"
+    return name
+
+
+def describe_sources(paths: Sequence[str], records: int) -> str:
+    """The doc line of an inferred record: ``Inferred from 3 records of customer.tfrecord.``"""
+    names = [os.path.basename(path) for path in paths]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more files" if len(names) > 3 else "")
+    return f"Inferred from {records} record{'' if records == 1 else 's'} of {shown}."
+
+
+def _reads_back(scalar: str, text: str) -> bool:
+    """Whether the schema loader reads the YAML ``scalar`` as the string ``text``."""
+    try:
+        document = load_yaml(f"[{scalar}]", "<scalar>")
+    except SchemaError:
+        return False
+    return document.data == [text] and not document.diagnostics
+
+
+def yaml_scalar(text: str) -> str:
+    """``text`` as a one-line YAML scalar that the schema loader reads back as exactly ``text``:
+    plain or quoted as PyYAML writes it, or else double-quoted with every character outside
+    printable ASCII escaped (PyYAML breaks lines at some characters, folds others such as U+0085
+    into spaces, and leaves plain what YAML 1.2 reads as a number, such as ``0E0``)."""
+    written: str = yaml.safe_dump(
+        [text], default_flow_style=True, allow_unicode=True, width=math.inf
+    )
+    scalar = written.strip()[1:-1]  # inside "[...]"
+    if not any(char in scalar for char in "\n\r\x85\u2028\u2029") and _reads_back(scalar, text):
+        return scalar
+    escaped = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            escaped.append("\\" + char)
+        elif 0x20 <= code < 0x7F:
+            escaped.append(char)
+        elif code <= 0xFF:
+            escaped.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            escaped.append(f"\\u{code:04x}")
+        else:
+            escaped.append(f"\\U{code:08x}")
+    return '"' + "".join(escaped) + '"'
+
+
+def _section(title: str, features: Iterable[InferredFeature]) -> list[str]:
+    return [f"    {title}:"] + [f"      {f.name}: {f.flow()}" for f in features]
+
+
+def schema_yaml(record: InferredRecord) -> str:
+    """The schema file text of one inferred record, one line per feature."""
+    lines = [HEADER, "version: 1", "records:", f"  {record.name}:"]
+    lines.append(f"    doc: {yaml_scalar(record.doc)}")
+    if not record.is_sequence:
+        lines += _section("features", record.features)
+    else:
+        if record.features:
+            lines += _section("context", record.features)
+        lines += _section("sequence", record.sequence)
+    return "\n".join(lines) + "\n"
