@@ -26,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codegen.runtime.io.tfrecord import read_tfrecord, write_tfrecord
+from codegen.runtime.io.reader import read_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 
 CASES = [("100k x 100 B", 100_000, 100), ("10k x 10 kB", 10_000, 10_000)]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from codegen.generator.load import load_schema
 from codegen.generator.render import render_source
-from codegen.runtime.io.tfrecord import Compression
+from codegen.runtime.io.compression import Compression
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"

@@ -19,7 +19,8 @@ with atheris.instrument_imports(include=["codegen", "common"]):
     from common import read_mode
 
     from codegen.errors import DataError
-    from codegen.runtime.io.tfrecord import TFRecordReader, TFRecordWriter
+    from codegen.runtime.io.reader import TFRecordReader
+    from codegen.runtime.io.writer import TFRecordWriter
 
 
 def _framed(records: list[bytes]) -> bytes:

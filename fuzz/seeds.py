@@ -22,7 +22,8 @@ from pathlib import Path
 from common import COMPRESSIONS, DATA, ROOT, mode_byte, record_classes
 
 from codegen.generator.load import load_schema
-from codegen.runtime.io.tfrecord import Compression, read_tfrecord
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.reader import read_tfrecord
 
 CORPUS = DATA / "corpus"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
-from codegen.runtime.io.tfrecord import TFRecordReader, read_tfrecord
+from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS = DATA / "corpus"

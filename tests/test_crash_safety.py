@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from codegen.runtime.io.tfrecord import read_tfrecord
+from codegen.runtime.io.reader import read_tfrecord
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -41,7 +41,7 @@ CHILD = """
 import random, sys
 sys.path.insert(0, sys.argv[1])
 from basics import Basics
-from codegen.runtime.io.tfrecord import TFRecordWriter
+from codegen.runtime.io.writer import TFRecordWriter
 
 out, first = sys.argv[2], int(sys.argv[3])
 

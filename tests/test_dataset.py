@@ -32,8 +32,9 @@ from codegen.runtime.data.shards import (
     read_dataset,
     write_dataset,
 )
-from codegen.runtime.io.skips import SkipCounts, SkippedRecord
-from codegen.runtime.io.tfrecord import Compression, SkippedSpan, read_tfrecord
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.reader import read_tfrecord
+from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
 
 V1 = textwrap.dedent(
     """\

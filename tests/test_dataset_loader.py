@@ -22,8 +22,8 @@ from codegen.errors import DataError, TfrGenError
 from codegen.runtime import write_tfrecord
 from codegen.runtime.codec.columns import Ragged
 from codegen.runtime.data.dataset import Dataset, Shard, record_dataset
-from codegen.runtime.io.skips import SkipCounts, SkippedRecord
-from codegen.runtime.io.tfrecord import Compression, SkippedSpan
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
 
 SCHEMA = """\
 version: 1

@@ -1,5 +1,5 @@
 """The TFRecord framing primitives: the C accelerator's (``codegen/_speedups/frames.c``) against
-their pure-Python equivalents (``codegen.runtime.io.tfrecord.PURE_PYTHON``) and the crc32c package,
+their pure-Python equivalents (``codegen.runtime.io.framing.PURE_PYTHON``) and the crc32c package,
 and the reader and writer running on each."""
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ from test_tfrecord import frame
 
 from codegen.errors import DataError
 from codegen.runtime import accel
-from codegen.runtime.io import tfrecord
-from codegen.runtime.io.tfrecord import (
-    PURE_PYTHON,
-    FrameCodec,
-    SkippedSpan,
-    TFRecordReader,
-    TFRecordWriter,
-)
+from codegen.runtime.io import framing
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.framing import PURE_PYTHON, FrameCodec
+from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
+from codegen.runtime.io.skips import SkippedSpan
+from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -71,7 +69,7 @@ def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Fr
     else:
         module: FramesModule = request.getfixturevalue("sp")
         chosen = FrameCodec(module.frame_records, module.scan_frames)
-    monkeypatch.setattr(tfrecord, "FRAMES", chosen)
+    monkeypatch.setattr(framing, "FRAMES", chosen)
     return chosen
 
 
@@ -233,16 +231,16 @@ def test_scan_frames_stops_at_the_first_frame_it_cannot_take(sp: FramesModule) -
 
 def test_the_accelerator_is_used_when_built(sp: FramesModule) -> None:
     if accel.speedups is None:
-        assert tfrecord.FRAMES is PURE_PYTHON
+        assert framing.FRAMES is PURE_PYTHON
     else:
-        assert tfrecord.FRAMES.frame_records is sp.frame_records
-        assert tfrecord.FRAMES.scan_frames is sp.scan_frames
+        assert framing.FRAMES.frame_records is sp.frame_records
+        assert framing.FRAMES.scan_frames is sp.scan_frames
 
 
 def test_pure_python_variable_selects_the_python_primitives() -> None:
     check = (
-        "from codegen.runtime.io import tfrecord; "
-        "assert tfrecord.FRAMES is tfrecord.PURE_PYTHON, tfrecord.FRAMES"
+        "from codegen.runtime.io import framing; "
+        "assert framing.FRAMES is framing.PURE_PYTHON, framing.FRAMES"
     )
     env = {**os.environ, accel.PURE_PYTHON_VARIABLE: "1"}
     subprocess.run([sys.executable, "-c", check], env=env, check=True)
@@ -251,9 +249,9 @@ def test_pure_python_variable_selects_the_python_primitives() -> None:
 def test_an_outdated_extension_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(accel, "speedups", SimpleNamespace(__file__="old.so"))
     with pytest.raises(ImportError, match=r"old\.so: .*out of date.*frame_records.*rebuild"):
-        tfrecord._accelerated()
+        framing._accelerated()
     monkeypatch.setattr(accel, "speedups", None)
-    assert tfrecord._accelerated() is None
+    assert framing._accelerated() is None
 
 
 # ------------------------------------------------------------------- the reader and the writer
@@ -323,7 +321,7 @@ def test_reports_on_corrupt_streams_are_the_same_with_either_primitives(
     _, stream = corrupted(seed)
     reports = []
     for chosen in (PURE_PYTHON, FrameCodec(sp.frame_records, sp.scan_frames)):
-        monkeypatch.setattr(tfrecord, "FRAMES", chosen)
+        monkeypatch.setattr(framing, "FRAMES", chosen)
         reports.append((read_report(stream, True), read_report(stream, False), skip_report(stream)))
     assert reports[0] == reports[1]
     (yielded, error), _, (kept, spans) = reports[0]
@@ -349,11 +347,9 @@ def generated(records: list[bytes]) -> Iterator[bytes]:
 
 @pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
 def test_round_trip_through_a_file(
-    codec: FrameCodec, tmp_path: os.PathLike[str], compression: tfrecord.Compression
+    codec: FrameCodec, tmp_path: os.PathLike[str], compression: Compression
 ) -> None:
     records = records_of(3)
     path = os.path.join(tmp_path, "data.tfrecord")
-    assert tfrecord.write_tfrecord(path, generated(records), compression=compression) == len(
-        records
-    )
-    assert list(tfrecord.read_tfrecord(path, compression=compression)) == records
+    assert write_tfrecord(path, generated(records), compression=compression) == len(records)
+    assert list(read_tfrecord(path, compression=compression)) == records

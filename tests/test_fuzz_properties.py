@@ -45,7 +45,9 @@ from codegen.generator.load import parse_canonical, parse_schema
 from codegen.generator.render import render_source
 from codegen.runtime import DTYPES, DType, FeatureInfo, Kind
 from codegen.runtime.codec import wire
-from codegen.runtime.io.tfrecord import Compression, TFRecordReader, TFRecordWriter, read_tfrecord
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
+from codegen.runtime.io.writer import TFRecordWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"

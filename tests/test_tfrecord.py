@@ -24,17 +24,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import DataError, TfrGenError
-from codegen.runtime.io.tfrecord import (
-    Compression,
-    SkippedSpan,
-    TFRecordReader,
-    TFRecordWriter,
-    _header_candidates,
-    _span_crc,
-    read_tfrecord,
-    resolve_compression,
-    write_tfrecord,
-)
+from codegen.runtime.io.compression import Compression, resolve_compression
+from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
+from codegen.runtime.io.resync import _header_candidates, _span_crc
+from codegen.runtime.io.skips import SkippedSpan
+from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
 
 COMPRESSIONS: list[Compression] = [None, "gzip", "zlib"]
 
@@ -644,8 +638,8 @@ def test_skipping_reads_agree_with_direct_checks_at_every_position(
     records, spans = reference_skip(data)
     found: list[SkippedSpan] = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("codegen.runtime.io.tfrecord._READ_CHUNK", chunk)
-        patch.setattr("codegen.runtime.io.tfrecord._SCAN_BLOCK", block)
+        patch.setattr("codegen.runtime.io.reader._READ_CHUNK", chunk)
+        patch.setattr("codegen.runtime.io.resync._SCAN_BLOCK", block)
         reader = skip_reader(data, found)
         assert list(reader) == records
     assert [(s.offset, s.length) for s in found] == spans
@@ -793,7 +787,7 @@ def test_exception_with_a_file_object_still_finishes_the_stream() -> None:
 
 _KILLED_WRITER = """
 import sys, time
-from codegen.runtime.io.tfrecord import TFRecordWriter
+from codegen.runtime.io.writer import TFRecordWriter
 writer = TFRecordWriter(sys.argv[1])
 for i in range(100):
     writer.write(bytes(1000))

@@ -9,12 +9,9 @@ from typing import Any
 import pytest
 
 from codegen.errors import DataError
-from codegen.runtime.io.tfrecord import (
-    Compression,
-    TFRecordReader,
-    read_tfrecord,
-    write_tfrecord,
-)
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 
 # (our compression, TensorFlow's compression_type, file suffix)
 KINDS: list[tuple[Compression, str, str]] = [

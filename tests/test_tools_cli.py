@@ -24,7 +24,7 @@ from codegen.generator.ir import NumericTensor, RecordIR
 from codegen.generator.load import parse_schema
 from codegen.generator.schema.model import SchemaDoc
 from codegen.runtime.codec import wire
-from codegen.runtime.io.tfrecord import write_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.dynamic import DynamicRecord, build_codec
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs

@@ -32,7 +32,8 @@ from codegen.runtime.io.indexed import (
     scan_offsets,
     write_index,
 )
-from codegen.runtime.io.tfrecord import read_tfrecord, write_tfrecord
+from codegen.runtime.io.reader import read_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 
 RECORDS = [b"", b"a", b"bc" * 100, bytes(range(256)) * 9, b"last"]
 

@@ -26,7 +26,8 @@ from test_tools_common import (
 from codegen.errors import TfrGenError
 from codegen.generator.load import parse_schema
 from codegen.runtime.codec import wire
-from codegen.runtime.io.tfrecord import read_tfrecord, write_tfrecord
+from codegen.runtime.io.reader import read_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.dynamic import DynamicRecord
 from codegen.tools.inference import feature_names, infer_record, record_name_for, schema_yaml
 from codegen.tools.observe import Observation

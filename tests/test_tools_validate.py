@@ -22,7 +22,7 @@ from test_tools_common import (
 )
 
 from codegen.runtime.codec import wire
-from codegen.runtime.io.tfrecord import write_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools import validation as validate
 
 SCHEMA = """\

@@ -1,5 +1,5 @@
 /*
- * TFRecord framing in C (see codegen/runtime/tfrecord.py): frame_records frames a batch of
+ * TFRecord framing in C (see codegen/runtime/io/framing.py): frame_records frames a batch of
  * records into one bytes object, scan_frames slices the verified records out of a buffer of
  * frames, and crc32c is the checksum both use.
  *

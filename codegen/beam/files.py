@@ -20,7 +20,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from codegen.errors import DataError, TfrGenError
 from codegen.runtime.data.shards import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
-from codegen.runtime.io.tfrecord import Compression, TFRecordReader
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.reader import TFRecordReader
 
 __all__ = [
     "choose_prefix",

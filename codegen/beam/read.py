@@ -21,8 +21,8 @@ from codegen.beam.record import R, schema_info
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.data.schemainfo import check_readable
 from codegen.runtime.data.shards import MANIFEST_SUFFIX, Manifest, _check_prefix
-from codegen.runtime.io.records import PathLike
-from codegen.runtime.io.tfrecord import Compression
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.files import PathLike
 
 __all__ = ["ReadDataset"]
 

@@ -34,8 +34,8 @@ from codegen.runtime.data.shards import (
     default_prefix,
     shard_name,
 )
-from codegen.runtime.io.records import PathLike
-from codegen.runtime.io.tfrecord import Compression
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.files import PathLike
 
 __all__ = ["WriteDataset", "WriteDatasetResult"]
 

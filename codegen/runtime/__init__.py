@@ -59,19 +59,12 @@ from codegen.runtime.data.shards import (
     read_dataset,
     write_dataset,
 )
+from codegen.runtime.io.compression import Compression, CompressionArg, resolve_compression
+from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.indexed import IndexedReader, IndexedRecords
-from codegen.runtime.io.records import CompressionArg, PathLike, read_decoded
-from codegen.runtime.io.skips import SkipCounts, SkippedRecord
-from codegen.runtime.io.tfrecord import (
-    Compression,
-    OnError,
-    SkippedSpan,
-    TFRecordReader,
-    TFRecordWriter,
-    read_tfrecord,
-    resolve_compression,
-    write_tfrecord,
-)
+from codegen.runtime.io.reader import TFRecordReader, read_decoded, read_tfrecord
+from codegen.runtime.io.skips import OnError, SkipCounts, SkippedRecord, SkippedSpan
+from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
 from codegen.runtime.tf import proto
 from codegen.runtime.tf.parse import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
 from codegen.runtime.tf.proto import (

@@ -17,7 +17,9 @@ from types import TracebackType
 from typing import TextIO
 
 from codegen.errors import TfrGenError
-from codegen.runtime.io.tfrecord import OnError, SkippedSpan, TFRecordReader, resolve_compression
+from codegen.runtime.io.compression import resolve_compression
+from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.progress import Progress
 
 __all__ = ["ScannedRecord", "Scanner", "expand_inputs"]

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from codegen.dtypes import Wire
 from codegen.errors import RecordError
-from codegen.runtime.io.tfrecord import OnError, SkippedSpan
+from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.observe import KeyObservation, Observation
 from codegen.tools.scan import Scanner
 from codegen.tools.values import Json, float32_json, float32_text

@@ -17,7 +17,7 @@ from codegen.dtypes import Kind, Wire
 from codegen.errors import RecordError
 from codegen.generator.ir import FeatureIR, NumericScalar, NumericTensor, StringList, StringScalar
 from codegen.runtime.codec.wire import decode_bytes_list, decode_float_list, decode_int64_list
-from codegen.runtime.io.tfrecord import SkippedSpan
+from codegen.runtime.io.skips import SkippedSpan
 from codegen.tools.dynamic import DynamicRecord
 from codegen.tools.scan import Scanner
 from codegen.tools.values import Json

@@ -13,8 +13,8 @@ from typing import TextIO
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.validate import positive
 from codegen.errors import DataError, RecordError
-from codegen.runtime.io.skips import FRAMING, SkipCounts, SkippedRecord
-from codegen.runtime.io.tfrecord import SkippedSpan
+from codegen.runtime.io.framing import FRAMING
+from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
 from codegen.tools.dynamic import DynamicRecord, load_record
 from codegen.tools.observe import parse_record
 from codegen.tools.scan import Scanner

@@ -13,7 +13,7 @@ from codegen.cli.commands.validate import positive
 from codegen.errors import RecordError
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
-from codegen.runtime.io.tfrecord import SkippedSpan
+from codegen.runtime.io.skips import SkippedSpan
 from codegen.tools.inference import describe_sources, infer_record, record_name_for, schema_yaml
 from codegen.tools.observe import Observation
 from codegen.tools.scan import Scanner, expand_inputs

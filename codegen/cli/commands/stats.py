@@ -11,8 +11,7 @@ import json
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_INTERRUPTED, EXIT_OK
-from codegen.runtime.io.skips import SkipCounts
-from codegen.runtime.io.tfrecord import SkippedSpan
+from codegen.runtime.io.skips import SkipCounts, SkippedSpan
 from codegen.tools.scan import expand_inputs
 from codegen.tools.statistics import collect_stats, stats_json, stats_text
 from codegen.tools.validation import span_problem

@@ -55,20 +55,17 @@ import numpy as np
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.accel import speedups
+from codegen.runtime.io.compression import Compression, resolve_compression
+from codegen.runtime.io.framing import FRAMING
+from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
-    FRAMING,
+    OnError,
     OnSkip,
     SkipCounts,
     SkippedRecord,
+    SkippedSpan,
     SkipReporter,
     check_on_error,
-)
-from codegen.runtime.io.tfrecord import (
-    Compression,
-    OnError,
-    SkippedSpan,
-    TFRecordReader,
-    resolve_compression,
 )
 
 if TYPE_CHECKING:

@@ -27,21 +27,19 @@ from typing import Any, Literal, TypeVar
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
-from codegen.runtime.io.records import PathLike
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.files import PathLike
+from codegen.runtime.io.framing import FRAMING
+from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
-    FRAMING,
+    OnError,
     OnSkip,
     SkippedRecord,
+    SkippedSpan,
     SkipReporter,
     check_on_error,
 )
-from codegen.runtime.io.tfrecord import (
-    Compression,
-    OnError,
-    SkippedSpan,
-    TFRecordReader,
-    TFRecordWriter,
-)
+from codegen.runtime.io.writer import TFRecordWriter
 
 __all__ = [
     "MANIFEST_SUFFIX",

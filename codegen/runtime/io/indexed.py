@@ -36,7 +36,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.errors import DataError, RecordError, TfrGenError
-from codegen.runtime.io.tfrecord import TFRecordReader, resolve_compression
+from codegen.runtime.io.compression import resolve_compression
+from codegen.runtime.io.reader import TFRecordReader
 
 __all__ = [
     "INDEX_SUFFIX",

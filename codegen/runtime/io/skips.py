@@ -1,9 +1,9 @@
 """What readers of many files report with ``on_error="skip"``: the skipped pieces and their count.
 
-Every piece of data a reader passes over is one :class:`~codegen.runtime.io.tfrecord.SkippedSpan`
-handed to the ``on_skip`` callback:
+Every piece of data a reader passes over is one :class:`SkippedSpan` handed to the ``on_skip``
+callback:
 
-* a corrupt or truncated stretch of a file (from :class:`~codegen.runtime.io.tfrecord.TFRecordReader`);
+* a corrupt or truncated stretch of a file (from :class:`~codegen.runtime.io.reader.TFRecordReader`);
 * a whole file that cannot be opened (offset 0, its size as the length, the reason from the OS);
 * a record whose CRCs are valid but which does not decode: a :class:`SkippedRecord`, the span of
   its framing (header, data and data CRC) plus its index in the file.
@@ -16,17 +16,44 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from codegen.errors import TfrGenError
-from codegen.runtime.io.tfrecord import OnError, SkippedSpan
 
-__all__ = ["OnSkip", "SkipCounts", "SkipReporter", "SkippedRecord", "check_on_error", "describe"]
+__all__ = [
+    "OnError",
+    "OnSkip",
+    "SkipCounts",
+    "SkipReporter",
+    "SkippedRecord",
+    "SkippedSpan",
+    "check_on_error",
+    "describe",
+]
+
+OnError = Literal["raise", "skip"]
+"""What a reader does with a corrupt or truncated record: raise
+:class:`~codegen.errors.DataError`, or skip it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedSpan:
+    """A stretch of a TFRecord stream that a reader with ``on_error="skip"`` passed over.
+
+    ``offset`` and ``length`` count bytes of the (uncompressed) record stream; ``reason`` says what
+    was wrong at ``offset``. A compressed stream that is corrupt or cut short ends with a span of
+    length 0 whose reason names the compression error (the bytes of a record it cut off are
+    reported just before, as a truncated record).
+    """
+
+    path: str
+    offset: int
+    length: int
+    reason: str
+
 
 OnSkip = Callable[[SkippedSpan], None]
 """The callback that receives every skipped piece of data."""
-
-FRAMING = 16
-"""Bytes a record's framing adds to its data: the 12-byte header and the 4-byte data CRC."""
 
 
 @dataclass(frozen=True, slots=True)
