@@ -37,6 +37,8 @@ from numpy.typing import NDArray
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.io.compression import resolve_compression
+from codegen.runtime.io.files import PathLike
+from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
 from codegen.runtime.io.reader import TFRecordReader
 
 __all__ = [
@@ -57,8 +59,6 @@ INDEX_SUFFIX = ".index"
 MAGIC = b"TFRINDEX"
 VERSION = 1
 _HEADER = struct.Struct("<8sIIQQq")
-_FRAME = struct.Struct("<QI")  # a record's data length and the masked crc32c of those 8 bytes
-_U32 = struct.Struct("<I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +74,6 @@ class IndexInfo:
         return stat.st_size == self.size and stat.st_mtime_ns == self.mtime_ns
 
 
-def _masked_crc(data: bytes) -> int:
-    """The masked crc32c TFRecord framing stores (see :mod:`codegen.runtime.io.tfrecord`)."""
-    c: int = crc32c.crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
 def _uncompressed(path: str) -> None:
     compression = resolve_compression(path, "auto")
     if compression is not None:
@@ -90,7 +84,7 @@ def _uncompressed(path: str) -> None:
         )
 
 
-def scan_offsets(path: str | os.PathLike[str]) -> IndexInfo:
+def scan_offsets(path: PathLike) -> IndexInfo:
     """The offsets of every record of the uncompressed file at ``path``, found by reading it.
 
     :class:`~codegen.errors.DataError` for a corrupt or truncated file; :class:`TfrGenError` for a
@@ -102,7 +96,7 @@ def scan_offsets(path: str | os.PathLike[str]) -> IndexInfo:
     offsets: list[int] = []
     with TFRecordReader(name) as reader:
         for data in reader:
-            offsets.append(reader.offset - len(data) - 16)
+            offsets.append(reader.offset - len(data) - FRAMING)
     after = os.stat(name)
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise TfrGenError(f"{name}: the file changed while it was being indexed; try again")
@@ -118,9 +112,7 @@ def index_bytes(info: IndexInfo) -> bytes:
     return MAGIC + struct.pack("<II", VERSION, crc32c.crc32c(body)) + body
 
 
-def write_index(
-    path: str | os.PathLike[str], index: str | os.PathLike[str] | None = None
-) -> IndexInfo:
+def write_index(path: PathLike, index: PathLike | None = None) -> IndexInfo:
     """Index the uncompressed TFRecord file at ``path`` into ``index`` (default ``path.index``).
 
     The index file is replaced atomically. Errors as :func:`scan_offsets`.
@@ -141,7 +133,7 @@ def write_index(
     return info
 
 
-def read_index(index: str | os.PathLike[str]) -> IndexInfo:
+def read_index(index: PathLike) -> IndexInfo:
     """The contents of an index file; :class:`TfrGenError` naming what is wrong with it."""
     name = os.fspath(index)
     with open(name, "rb") as file:
@@ -162,7 +154,7 @@ def read_index(index: str | os.PathLike[str]) -> IndexInfo:
         raise TfrGenError(f"{name}: damaged index: its checksum does not match its contents")
     offsets = np.frombuffer(data, "<u8", count, _HEADER.size).astype(np.uint64)
     steps = np.diff(offsets.astype(np.int64))
-    if count and (offsets[0] != 0 or np.any(steps < 16) or int(offsets[-1]) + 16 > size):
+    if count and (offsets[0] != 0 or np.any(steps < FRAMING) or int(offsets[-1]) + FRAMING > size):
         raise TfrGenError(f"{name}: damaged index: its offsets do not fit a {size}-byte file")
     return IndexInfo(offsets, size, mtime_ns)
 
@@ -183,9 +175,7 @@ class IndexedReader:
     several threads. Close the reader (or use ``with``) to close the file.
     """
 
-    def __init__(
-        self, path: str | os.PathLike[str], *, index: str | os.PathLike[str] | None = None
-    ) -> None:
+    def __init__(self, path: PathLike, *, index: PathLike | None = None) -> None:
         self.path = os.fspath(path)
         _uncompressed(self.path)
         self._file = open(self.path, "rb")
@@ -240,11 +230,11 @@ class IndexedReader:
         j = i + len(self._offsets) if i < 0 else i
         with self._lock:
             self._file.seek(offset)
-            header = self._file.read(12)
-            if len(header) < 12:
+            header = self._file.read(HEADER_SIZE)
+            if len(header) < HEADER_SIZE:
                 raise self._error(j, offset, f"truncated header: only {len(header)} of 12 bytes")
-            length, stored = _FRAME.unpack(header)
-            computed = _masked_crc(header[:8])
+            length, stored = HEADER.unpack(header)
+            computed = masked_crc(header[:8])
             if computed != stored:
                 raise self._error(
                     j,
@@ -256,12 +246,12 @@ class IndexedReader:
             raise self._error(
                 j,
                 offset,
-                f"truncated record: the file ends {12 + len(rest)} bytes into a record that"
-                f" declares {length} bytes of data ({16 + length} bytes with its framing)",
+                f"truncated record: the file ends {HEADER_SIZE + len(rest)} bytes into a record that"
+                f" declares {length} bytes of data ({FRAMING + length} bytes with its framing)",
             )
         data = rest[:length]
-        stored = _U32.unpack_from(rest, length)[0]
-        computed = _masked_crc(data)
+        stored = U32.unpack_from(rest, length)[0]
+        computed = masked_crc(data)
         if computed != stored:
             raise self._error(
                 j,
@@ -304,10 +294,10 @@ class IndexedRecords(Generic[T]):
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: PathLike,
         decode: Callable[[bytes], T],
         *,
-        index: str | os.PathLike[str] | None = None,
+        index: PathLike | None = None,
     ) -> None:
         self.reader = IndexedReader(path, index=index)
         self._decode = decode
