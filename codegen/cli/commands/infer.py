@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
 from pathlib import Path
 from typing import TextIO
 
@@ -14,6 +12,7 @@ from codegen.errors import RecordError
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
 from codegen.runtime.io.skips import SkippedSpan
+from codegen.runtime.io.writer import write_atomic
 from codegen.tools.inference import describe_sources, infer_record, record_name_for, schema_yaml
 from codegen.tools.observe import Observation
 from codegen.tools.scan import Scanner, expand_inputs
@@ -38,18 +37,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=positive, metavar="N", help="read at most N records (default: all)"
     )
-
-
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (through a temporary file beside it)."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="\n") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -109,7 +96,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f" from {observation.records:,} records"
     )
     if args.out:
-        _write(schema_path, text)
+        write_atomic(schema_path, text)
         print(f"wrote {args.out} ({summary})", file=out)
     else:
         out.write(text)

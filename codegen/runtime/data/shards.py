@@ -39,7 +39,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
-from codegen.runtime.io.writer import TFRecordWriter
+from codegen.runtime.io.writer import TFRecordWriter, fsync_directory, write_atomic
 
 __all__ = [
     "MANIFEST_SUFFIX",
@@ -166,36 +166,6 @@ def _dataset_files(directory: str, prefix: str) -> list[str]:
     )
 
 
-def _fsync_directory(directory: str) -> None:
-    """Makes renames in ``directory`` durable (POSIX; tolerates filesystems that cannot)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems cannot sync a directory; the renames still happened
-    finally:
-        os.close(fd)
-
-
-def _write_text_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to a hidden temporary file next to ``path``, syncs it and renames it."""
-    directory, name = os.path.split(path)
-    temporary = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="\n") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    _fsync_directory(directory)
-
-
 def _runs(
     payloads: Iterable[bytes], shards: int | None, per_shard: int | None
 ) -> Iterator[Iterator[bytes]]:
@@ -280,9 +250,9 @@ def write_dataset(
         name = shard_name(prefix, index, len(pending), compression)
         os.replace(temporary, os.path.join(root, name))
         infos.append(ShardInfo(name, records, os.path.getsize(os.path.join(root, name))))
-    _fsync_directory(root)
+    fsync_directory(root)
     manifest = Manifest(root, prefix, schema, compression, tuple(infos))
-    _write_text_atomic(manifest_path, json.dumps(manifest.to_json(), indent=2) + "\n")
+    write_atomic(manifest_path, json.dumps(manifest.to_json(), indent=2) + "\n")
     written = {info.file for info in infos} | {prefix + MANIFEST_SUFFIX}
     for name in existing:
         if name not in written:

@@ -22,7 +22,6 @@ cannot be reached without decompressing everything before them.
 from __future__ import annotations
 
 import os
-import secrets
 import struct
 import threading
 from collections.abc import Callable, Iterator
@@ -40,6 +39,7 @@ from codegen.runtime.io.compression import resolve_compression
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
 from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.writer import write_atomic
 
 __all__ = [
     "INDEX_SUFFIX",
@@ -120,16 +120,7 @@ def write_index(path: PathLike, index: PathLike | None = None) -> IndexInfo:
     name = os.fspath(path)
     target = os.fspath(index) if index is not None else name + INDEX_SUFFIX
     info = scan_offsets(name)
-    directory, base = os.path.split(os.path.abspath(target))
-    temporary = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "xb") as file:
-            file.write(index_bytes(info))
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomic(target, index_bytes(info))
     return info
 
 

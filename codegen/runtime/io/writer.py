@@ -1,4 +1,4 @@
-"""Writing files: atomically (:class:`AtomicFile`), and TFRecord files
+"""Writing files: atomically (:class:`AtomicFile`, :func:`write_atomic`), and TFRecord files
 byte-compatible with TensorFlow's ``TFRecordWriter`` (:class:`TFRecordWriter`,
 :func:`write_tfrecord`).
 
@@ -34,6 +34,7 @@ __all__ = [
     "AtomicFile",
     "TFRecordWriter",
     "fsync_directory",
+    "write_atomic",
     "write_tfrecord",
 ]
 
@@ -150,6 +151,13 @@ class AtomicFile:
             self.discard()
         else:
             self.commit()
+
+
+def write_atomic(path: PathLike, data: bytes | str) -> None:
+    """Replaces (or creates) the file at ``path`` with ``data`` (a ``str`` as UTF-8) through an
+    :class:`AtomicFile`."""
+    with AtomicFile(path) as file:
+        file.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 class _Sink(Protocol):
