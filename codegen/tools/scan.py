@@ -18,6 +18,7 @@ from typing import TextIO
 
 from codegen.errors import TfrGenError
 from codegen.runtime.io.compression import resolve_compression
+from codegen.runtime.io.files import open_input
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.progress import Progress
@@ -135,7 +136,7 @@ class Scanner:
             self.files += 1
             self.file_records.append(0)
             with (
-                open(path, "rb") as file,
+                open_input(path, buffered=True) as file,
                 TFRecordReader(
                     file,
                     compression=resolve_compression(path, "auto"),

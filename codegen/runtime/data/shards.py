@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeVar
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.io.compression import Compression
-from codegen.runtime.io.files import PathLike
+from codegen.runtime.io.files import PathLike, open_input
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
@@ -303,8 +303,8 @@ def load_manifest(directory: PathLike, prefix: str | None = None) -> Manifest:
     prefix = _check_prefix(_find_prefix(root) if prefix is None else prefix)
     path = os.path.join(root, prefix + MANIFEST_SUFFIX)
     try:
-        with open(path, encoding="utf-8") as file:
-            data = json.load(file)
+        with open_input(path) as file:
+            data = json.loads(file.read().decode("utf-8"))
     except FileNotFoundError:
         raise TfrGenError(
             f"{path}: no such manifest: no dataset {prefix!r} here, or its writing did not finish"
@@ -453,7 +453,7 @@ def _skipping_records(
     """The records :func:`read_dataset` yields with ``on_error="skip"``."""
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
         try:
-            file = open(path, "rb", buffering=0)
+            file = open_input(path)
         except OSError as exc:
             report(
                 SkippedSpan(path, 0, shard.size, f"cannot read the shard: {exc.strerror or exc}")

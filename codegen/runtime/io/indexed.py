@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.io.compression import resolve_compression
-from codegen.runtime.io.files import PathLike
+from codegen.runtime.io.files import PathLike, open_input
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.writer import write_atomic
@@ -127,7 +127,7 @@ def write_index(path: PathLike, index: PathLike | None = None) -> IndexInfo:
 def read_index(index: PathLike) -> IndexInfo:
     """The contents of an index file; :class:`TfrGenError` naming what is wrong with it."""
     name = os.fspath(index)
-    with open(name, "rb") as file:
+    with open_input(name) as file:
         data = file.read()
     if len(data) < _HEADER.size or data[:8] != MAGIC:
         raise TfrGenError(f"{name}: not a tfr-gen index file (it does not start with {MAGIC!r})")
@@ -169,7 +169,7 @@ class IndexedReader:
     def __init__(self, path: PathLike, *, index: PathLike | None = None) -> None:
         self.path = os.fspath(path)
         _uncompressed(self.path)
-        self._file = open(self.path, "rb")
+        self._file = open_input(self.path, buffered=True)
         try:
             stat = os.fstat(self._file.fileno())
             self.index_path: str | None
