@@ -23,15 +23,9 @@ from codegen.compat import ChangeKind
 from codegen.errors import DataError, SchemaMismatchError, TfrGenError
 from codegen.generator.load import parse_schema
 from codegen.generator.render import render
-from codegen.runtime.data.shards import (
-    MANIFEST_SUFFIX,
-    Manifest,
-    SchemaInfo,
-    default_prefix,
-    load_manifest,
-    read_dataset,
-    write_dataset,
-)
+from codegen.runtime.data.manifest import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.shards import read_dataset, write_dataset
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan

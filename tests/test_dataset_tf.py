@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from codegen.generator.load import parse_schema
-from codegen.runtime.data.shards import SchemaInfo, write_dataset
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.shards import write_dataset
 
 SCHEMA = parse_schema(
     "version: 4\nrecords:\n  Blob:\n    features:\n      b: {dtype: bytes}\n", "blobs.yaml"

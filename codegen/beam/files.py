@@ -19,7 +19,7 @@ from apache_beam.io.filesystem import (
 from apache_beam.io.filesystems import FileSystems
 
 from codegen.errors import DataError, TfrGenError
-from codegen.runtime.data.shards import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
+from codegen.runtime.data.manifest import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import TFRecordReader
 

@@ -19,8 +19,8 @@ from codegen.beam.files import (
 )
 from codegen.beam.record import R, schema_info
 from codegen.errors import DataError, RecordError, TfrGenError
+from codegen.runtime.data.manifest import MANIFEST_SUFFIX, Manifest, check_prefix
 from codegen.runtime.data.schemainfo import check_readable
-from codegen.runtime.data.shards import MANIFEST_SUFFIX, Manifest, _check_prefix
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import PathLike
 
@@ -66,7 +66,7 @@ class ReadDataset(beam.PTransform):  # type: ignore[misc]
                 f"{self._source}: prefix= chooses a dataset in a directory; a glob names the"
                 f" manifests (*{MANIFEST_SUFFIX}) itself"
             )
-        self._prefix = None if prefix is None else _check_prefix(prefix)
+        self._prefix = None if prefix is None else check_prefix(prefix)
         self._check_schema = check_schema
 
     def manifests(self) -> list[Manifest]:

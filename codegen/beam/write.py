@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -22,18 +21,18 @@ from codegen.beam.files import (
 )
 from codegen.beam.record import R, schema_info
 from codegen.errors import TfrGenError
-from codegen.runtime.data.schemainfo import SchemaInfo
-from codegen.runtime.data.shards import (
-    _EXTENSIONS,
+from codegen.runtime.data.manifest import (
+    EXTENSIONS,
     MANIFEST_SUFFIX,
     Manifest,
     ShardInfo,
-    _check_compression,
-    _check_count,
-    _check_prefix,
+    check_compression,
+    check_prefix,
     default_prefix,
     shard_name,
 )
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.shards import check_count
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import PathLike
 
@@ -106,11 +105,11 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]
         overwrite: bool = False,
     ) -> None:
         super().__init__()
-        _check_count("shards", shards)
+        check_count("shards", shards)
         self._record: type[Any] = record
         self._schema = schema_info(record)
-        compression = _check_compression(compression)
-        prefix = _check_prefix(default_prefix(self._schema.record) if prefix is None else prefix)
+        compression = check_compression(compression)
+        prefix = check_prefix(default_prefix(self._schema.record) if prefix is None else prefix)
         self._layout = _Layout(os.fspath(directory), prefix, compression, shards, overwrite)
 
     def expand(self, elements: Any) -> WriteDatasetResult:
@@ -135,7 +134,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]
             )
         finished = payloads | "WriteShards" >> beam.io.WriteToTFRecord(
             join(layout.directory, layout.prefix),
-            file_name_suffix=_EXTENSIONS[layout.compression],
+            file_name_suffix=EXTENSIONS[layout.compression],
             num_shards=layout.shards or 0,
             shard_name_template="-SSSSS-of-NNNNN",
             compression_type=_BEAM_COMPRESSION[layout.compression],
@@ -165,7 +164,7 @@ def _after(payload: bytes, _: None) -> bytes:
 
 def _shard_files(finished: list[str], layout: _Layout) -> list[tuple[int, str]]:
     """Every shard of the dataset, from the files the sink reports finished."""
-    extension = _EXTENSIONS[layout.compression]
+    extension = EXTENSIONS[layout.compression]
     pattern = re.compile(
         re.escape(layout.prefix) + r"-([0-9]{5,})-of-([0-9]{5,})" + re.escape(extension)
     )
@@ -211,7 +210,7 @@ def _write_manifest(
     """Writes the manifest of the finished shards; with ``overwrite``, deletes the old shards."""
     infos = tuple(info for _, info in sorted(shards, key=lambda shard: shard[0]))
     manifest = Manifest(layout.directory, layout.prefix, schema, layout.compression, infos)
-    write_text_atomic(layout.manifest_path, json.dumps(manifest.to_json(), indent=2) + "\n")
+    write_text_atomic(layout.manifest_path, manifest.to_text())
     if layout.overwrite:
         current = {info.file for info in infos} | {layout.prefix + MANIFEST_SUFFIX}
         stale = [

@@ -51,14 +51,9 @@ from codegen.runtime.codec.wire import (
     sequence_example,
 )
 from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, record_dataset
-from codegen.runtime.data.shards import (
-    Manifest,
-    SchemaInfo,
-    ShardInfo,
-    load_manifest,
-    read_dataset,
-    write_dataset,
-)
+from codegen.runtime.data.manifest import Manifest, ShardInfo, load_manifest
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.shards import read_dataset, write_dataset
 from codegen.runtime.io.compression import Compression, CompressionArg, resolve_compression
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.indexed import IndexedReader, IndexedRecords

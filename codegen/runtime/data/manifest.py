@@ -1,0 +1,243 @@
+"""The manifest of a sharded dataset: ``<prefix>.manifest.json``, which names the writer's schema
+(module, record, version, fingerprint and canonical form) and every shard with its record count
+and byte size, and the file names of a dataset's shards.
+
+:func:`load_manifest` reads and validates a manifest, :func:`write_manifest` writes one
+atomically; :mod:`~codegen.runtime.data.shards` writes and reads the shards it lists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from codegen.errors import TfrGenError
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.files import PathLike, open_input
+from codegen.runtime.io.writer import write_atomic
+
+__all__ = [
+    "EXTENSIONS",
+    "MANIFEST_SUFFIX",
+    "Manifest",
+    "ShardInfo",
+    "check_compression",
+    "check_prefix",
+    "default_prefix",
+    "load_manifest",
+    "shard_name",
+    "write_manifest",
+]
+
+MANIFEST_SUFFIX = ".manifest.json"
+"""The file name of a dataset's manifest is its prefix followed by this."""
+
+EXTENSIONS: dict[Compression, str] = {
+    None: ".tfrecord",
+    "gzip": ".tfrecord.gz",
+    "zlib": ".tfrecord.zlib",
+}
+"""The file name extension of a dataset's shards, by their compression."""
+
+_FORMAT = "tfr-gen dataset"
+_FORMAT_VERSION = 1
+_BAD_PREFIX = re.compile(r"[/\\\x00]")
+_CAMEL_BOUNDARY = re.compile(
+    r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[0-9])(?=[A-Z][a-z])"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """One shard of a dataset: its file name (in the dataset's directory), records and bytes."""
+
+    file: str
+    records: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What ``<prefix>.manifest.json`` says about a dataset: its writer's schema and its shards."""
+
+    directory: str
+    prefix: str
+    schema: SchemaInfo
+    compression: Compression
+    shards: tuple[ShardInfo, ...]
+
+    @property
+    def record_count(self) -> int:
+        """How many records the dataset holds (from the manifest: nothing is scanned)."""
+        return sum(shard.records for shard in self.shards)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The shard files, in record order."""
+        return tuple(os.path.join(self.directory, shard.file) for shard in self.shards)
+
+    @property
+    def path(self) -> str:
+        """The manifest file."""
+        return os.path.join(self.directory, self.prefix + MANIFEST_SUFFIX)
+
+    def to_json(self) -> dict[str, object]:
+        """The manifest file's content."""
+        schema = self.schema
+        return {
+            "format": _FORMAT,
+            "format_version": _FORMAT_VERSION,
+            "module": schema.module,
+            "record": schema.record,
+            "version": schema.version,
+            "fingerprint": schema.fingerprint,
+            "schema": json.loads(schema.canonical),
+            "compression": self.compression,
+            "record_count": self.record_count,
+            "shards": [
+                {"file": s.file, "records": s.records, "bytes": s.size} for s in self.shards
+            ],
+        }
+
+    def to_text(self) -> str:
+        """The manifest file's text: :meth:`to_json` as indented JSON and a final newline."""
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+
+def default_prefix(record: str) -> str:
+    """The file prefix of a record's datasets: its name in snake_case (``MovieRating`` ->
+    ``movie_rating``)."""
+    return _CAMEL_BOUNDARY.sub("_", record).lower()
+
+
+def shard_name(prefix: str, index: int, count: int, compression: Compression) -> str:
+    """``<prefix>-00003-of-00008.tfrecord.gz``."""
+    return f"{prefix}-{index:05d}-of-{count:05d}{EXTENSIONS[compression]}"
+
+
+def check_prefix(prefix: str) -> str:
+    """``prefix`` if it can name a dataset's files, else :class:`TfrGenError`."""
+    if not prefix or prefix.startswith(".") or _BAD_PREFIX.search(prefix):
+        raise TfrGenError(
+            f"invalid dataset prefix {prefix!r}: expected a file name part without '/', '\\' or"
+            " NUL that does not start with '.'"
+        )
+    return prefix
+
+
+def check_compression(compression: object) -> Compression:
+    """``compression`` if a dataset's shards can have it, else :class:`TfrGenError`."""
+    if compression is None or compression == "gzip" or compression == "zlib":
+        return compression
+    raise TfrGenError(
+        f"unknown dataset compression {compression!r}; expected None, 'gzip' or 'zlib'"
+    )
+
+
+def write_manifest(manifest: Manifest) -> None:
+    """Writes ``manifest`` to its :attr:`~Manifest.path`, atomically (replacing an older one)."""
+    write_atomic(manifest.path, manifest.to_text())
+
+
+def _find_prefix(directory: str) -> str:
+    """The prefix of the only dataset in ``directory``."""
+    try:
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise TfrGenError(
+            f"{directory}: cannot list the dataset directory: {exc.strerror or exc}"
+        ) from None
+    prefixes = sorted(n[: -len(MANIFEST_SUFFIX)] for n in names if n.endswith(MANIFEST_SUFFIX))
+    if not prefixes:
+        raise TfrGenError(f"{directory}: no dataset manifest (*{MANIFEST_SUFFIX}) in the directory")
+    if len(prefixes) > 1:
+        raise TfrGenError(
+            f"{directory}: {len(prefixes)} datasets ({', '.join(prefixes)}); pass prefix= to"
+            " choose one"
+        )
+    return prefixes[0]
+
+
+_TYPE_NAMES = {int: "an integer", str: "a string"}
+
+
+def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
+    """``data[name]`` if it is exactly of type ``kind`` (no bools for ints), else an error."""
+    value = data.get(name)
+    if type(value) is not kind:
+        raise TfrGenError(
+            f"{where}: invalid manifest: {name!r} must be {_TYPE_NAMES[kind]}, got {value!r}"
+        )
+    return value
+
+
+def load_manifest(directory: PathLike, prefix: str | None = None) -> Manifest:
+    """The manifest of the dataset ``prefix`` in ``directory`` (without scanning its shards).
+
+    ``prefix=None`` takes the only dataset in the directory. A missing or malformed manifest, or
+    one whose canonical schema does not match its fingerprint, raises
+    :class:`~codegen.errors.TfrGenError`.
+    """
+    root = os.fspath(directory)
+    prefix = check_prefix(_find_prefix(root) if prefix is None else prefix)
+    path = os.path.join(root, prefix + MANIFEST_SUFFIX)
+    try:
+        with open_input(path) as file:
+            data = json.loads(file.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise TfrGenError(
+            f"{path}: no such manifest: no dataset {prefix!r} here, or its writing did not finish"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise TfrGenError(f"{path}: cannot read the manifest: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise TfrGenError(f"{path}: not a tfr-gen dataset manifest")
+    if data.get("format_version") != _FORMAT_VERSION:
+        raise TfrGenError(
+            f"{path}: manifest format version {data.get('format_version')!r} is not supported"
+            f" (this tfr-gen reads version {_FORMAT_VERSION})"
+        )
+    canonical = data.get("schema")
+    if not isinstance(canonical, dict):
+        raise TfrGenError(f"{path}: invalid manifest: 'schema' must be an object")
+    schema = SchemaInfo(
+        module=_field(data, "module", str, path),
+        record=_field(data, "record", str, path),
+        version=_field(data, "version", int, path),
+        fingerprint=_field(data, "fingerprint", str, path),
+        canonical=json.dumps(
+            canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        ),
+    )
+    try:
+        schema.record_schema()
+    except TfrGenError as exc:
+        raise TfrGenError(f"{path}: invalid manifest: {exc}") from None
+    compression = data.get("compression")
+    if compression not in EXTENSIONS:
+        raise TfrGenError(f"{path}: invalid manifest: unknown compression {compression!r}")
+    shards = data.get("shards")
+    if not isinstance(shards, list) or not shards:
+        raise TfrGenError(f"{path}: invalid manifest: 'shards' must be a non-empty list")
+    infos: list[ShardInfo] = []
+    for index, shard in enumerate(shards):
+        where = f"{path}: shard {index}"
+        if not isinstance(shard, dict):
+            raise TfrGenError(f"{where}: invalid manifest: expected an object, got {shard!r}")
+        name = _field(shard, "file", str, where)
+        expected = shard_name(prefix, index, len(shards), compression)
+        if name != expected:
+            raise TfrGenError(f"{where}: invalid manifest: file {name!r} should be {expected!r}")
+        records, size = _field(shard, "records", int, where), _field(shard, "bytes", int, where)
+        if records < 0 or size < 0:
+            raise TfrGenError(f"{where}: invalid manifest: negative record count or size")
+        infos.append(ShardInfo(name, records, size))
+    if data.get("record_count") != sum(info.records for info in infos):
+        raise TfrGenError(
+            f"{path}: invalid manifest: 'record_count' is not the sum of the shards' records"
+        )
+    return Manifest(root, prefix, schema, compression, tuple(infos))
