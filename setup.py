@@ -4,7 +4,7 @@ Project metadata lives in pyproject.toml; this file adds what setuptools cannot 
 
 * ``codegen._speedups`` (the C sources in ``codegen/_speedups/``, which share ``speedups.h``), an optional
   extension: a machine without a C compiler still builds and installs the pure-Python package
-  (the runtime then uses ``codegen/runtime/wire.py`` alone).
+  (the runtime then uses ``codegen/runtime/codec/wire.py`` alone).
 * the top-level ``templates/`` copied into the wheel as ``codegen/templates/`` (an editable
   install reads them from ``templates/`` itself).
 

@@ -14,7 +14,7 @@ reason, to ``<output>/rejected-*.jsonl`` (the sample CSV has three).
 
 Every other flag is a Beam pipeline option: the DirectRunner runs the pipeline here, and
 ``--runner=DataflowRunner``, ``FlinkRunner`` or ``SparkRunner`` with their options run it on a
-cluster (the README's "Scaling out with Beam" lists them).
+cluster (docs/loading.md, "Scaling out with Apache Beam", lists them).
 """
 
 from __future__ import annotations

@@ -1011,7 +1011,7 @@ BAD_INPUTS: list[BadInput] = [
         r"FloatList: the packed floats at byte offset \d+ take 3 bytes, not a multiple of 4",
     ),
 ]
-"""Every bad input of the README's table, in its order."""
+"""Every bad input of the table in docs/errors.md, in its order."""
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=[case.name for case in BAD_INPUTS])

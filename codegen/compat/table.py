@@ -1,7 +1,7 @@
 """The compatibility table: one :class:`Rule` per kind of change, with its classification and why.
 
 This is the documentation of :mod:`codegen.compat.compare` (``markdown_table()`` renders it for
-the README); the tests prove every row with generated readers and writers.
+docs/versioning.md); the tests prove every row with generated readers and writers.
 """
 
 from __future__ import annotations
