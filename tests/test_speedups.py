@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -393,10 +394,53 @@ def test_accel_selects_the_extension_unless_pure_python_is_forced(
     assert accel.load_speedups() is None
 
 
-def test_accel_without_the_extension_is_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_accel_without_the_extension_is_pure_python_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(accel.PURE_PYTHON_VARIABLE, raising=False)
     monkeypatch.setitem(sys.modules, "codegen._speedups", None)  # import raises ImportError
-    assert accel.load_speedups() is None
+    with pytest.warns(accel.AcceleratorWarning, match=r"pure-Python path.*build_ext --inplace"):
+        assert accel.load_speedups() is None
+
+
+@pytest.mark.parametrize(
+    ("code", "environment", "warned", "status"),
+    [
+        ("", {}, False, "C accelerator: active"),
+        ("sys.modules['codegen._speedups'] = None; ", {}, True, "C accelerator: not available"),
+        (
+            "sys.modules['codegen._speedups'] = None; ",
+            {accel.PURE_PYTHON_VARIABLE: "1"},
+            False,
+            "C accelerator: off (TFR_GEN_PURE_PYTHON=1)",
+        ),
+    ],
+)
+def test_a_missing_accelerator_is_reported_once_and_by_the_version(
+    sp: accel.Speedups, code: str, environment: dict[str, str], warned: bool, status: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != accel.PURE_PYTHON_VARIABLE} | environment
+    program = (
+        f"import sys; {code}import codegen.runtime, codegen.runtime.accel as a; "
+        "import codegen.runtime.codec.wire; print(a.status())"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True
+    )
+    assert proc.stdout.startswith(status)
+    assert proc.stderr.count("AcceleratorWarning") == (1 if warned else 0), proc.stderr
+    version = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; {code}from codegen.cli import main; main(['--version'])",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert version.returncode == 0 and version.stderr.count("AcceleratorWarning") <= 1
+    assert version.stdout.startswith("tfr-gen ") and f"({status}" in version.stdout
 
 
 # --- valid encodings --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
@@ -24,6 +25,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and the accelerator's status (importing the runtime only when asked)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the status line says it instead
+            from codegen.runtime import accel
+
+        print(f"tfr-gen {__version__} ({accel.status()})", file=sys.stdout)
+        parser.exit(0)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tfr-gen",
@@ -33,7 +52,12 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog="'tfr-gen SCHEMA...' is short for 'tfr-gen generate SCHEMA...'.",
     )
-    parser.add_argument("--version", action="version", version=f"tfr-gen {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="show the version and whether the C accelerator is active, and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
         command.configure(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
