@@ -60,7 +60,7 @@ setup(
         Extension(
             "codegen._speedups",
             sorted(str(p.relative_to(ROOT)) for p in (ROOT / "codegen" / "_speedups").glob("*.c")),
-            depends=["codegen/_speedups/speedups.h"],
+            depends=["codegen/_speedups/speedups.h", "codegen/_speedups/contract.h"],
             optional=True,
         )
     ],

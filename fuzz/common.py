@@ -16,6 +16,7 @@ from typing import Any
 from codegen.generator.load import load_schema
 from codegen.generator.render import render_source
 from codegen.runtime.io.compression import Compression
+from codegen.runtime.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -45,7 +46,8 @@ def record_classes() -> list[type[Any]]:
         sys.path.append(str(GENERATED))
     modules = [importlib.import_module(name) for name in GENERATED_MODULES]
     modules += [_rendered(schema) for schema in RENDERED_SCHEMAS]
-    return [getattr(m, n) for m in modules for n in m.__all__ if not n.startswith("SCHEMA_")]
+    objects = [getattr(m, n) for m in modules for n in m.__all__]
+    return [c for c in objects if isinstance(c, type) and issubclass(c, Record)]
 
 
 def mode_byte(compression: Compression, *, skip: bool, verify_crc: bool) -> int:

@@ -25,7 +25,6 @@ from matrix import SCHEMAS, matrix_yaml
 import codegen.runtime as runtime
 from codegen.errors import RecordError, TfrGenError
 from codegen.generator import render
-from codegen.generator.ir import SchemaIR
 from codegen.generator.load import parse_schema
 from codegen.runtime import (
     DTYPES,
@@ -34,7 +33,7 @@ from codegen.runtime import (
     Kind,
 )
 from codegen.runtime.accel import speedups
-from codegen.runtime.codec import batch, columns, features, sequences, wire
+from codegen.runtime.codec import batch, features, sequences, wire
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.varint import encode_varint
 
@@ -73,63 +72,14 @@ SHAPES = textwrap.dedent(
 )
 """A schema of every feature kind the list-encoded schemas of ``schemas/`` lack."""
 
-BATCH_NAMES = ("BatchCodec", "Masked", "Ragged")
-"""The runtime names the generated batch code uses (``_rt.<name>``)."""
-
-
-# --- generated modules with batch classes ---------------------------------------------------------
-
-
-def _runtime_names() -> None:
-    """Make the runtime package offer the names the batch classes use."""
-    for name in BATCH_NAMES:
-        if not hasattr(runtime, name):
-            module = batch if hasattr(batch, name) else columns
-            setattr(runtime, name, getattr(module, name))
-
-
-def batch_source(schema: SchemaIR) -> str:
-    """The generated module of ``schema``, with the batch class of each record after the record
-    class (when the record template does not render it already)."""
-    source = render.render_source(schema, command="tests/test_batch.py")
-    if all(f"class {rec.name}Batch:" in source for rec in schema.records):
-        return render.format_source(source)
-    env = render.environment()
-    imports = render.Imports()
-    record_template = env.get_template("record.py.jinja")
-    batch_template = env.get_template("batch.py.jinja")
-    body = "\n\n".join(
-        record_template.render(rec=rec, schema=schema, imports=imports)
-        + "\n\n"
-        + batch_template.render(rec=rec, imports=imports)
-        for rec in schema.records
-    )
-    exports = sorted(
-        [
-            "SCHEMA_CANONICAL",
-            "SCHEMA_FINGERPRINT",
-            "SCHEMA_VERSION",
-            *(r.name for r in schema.records),
-        ]
-    )
-    module = env.get_template("module.py.jinja").render(
-        schema=schema,
-        body=body,
-        imports=imports,
-        exports=exports,
-        tool_version="test",
-        source=schema.source,
-        command="tests/test_batch.py",
-        module_doc=f"Records of {schema.module}.",
-    )
-    return render.format_source(module)
+# --- generated modules ----------------------------------------------------------------------------
 
 
 def batch_module(text: str, name: str, directory: Path) -> ModuleType:
-    """Generate the schema ``text`` with batch classes as ``directory/<name>.py`` and import it."""
-    _runtime_names()
+    """Generate the schema ``text`` as ``directory/<name>.py`` and import it."""
     path = directory / f"{name}.py"
-    path.write_text(batch_source(parse_schema(text, f"{name}.yaml")), encoding="utf-8")
+    source = render.render(parse_schema(text, f"{name}.yaml"), command="tests/test_batch.py")
+    path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

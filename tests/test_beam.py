@@ -106,8 +106,8 @@ def test_pipeline_writes_100k_records_in_8_gzip_shards_read_back_exactly_once(
     assert all(shard.records > 0 for shard in manifest.shards)
     module = generated_module("customer")
     assert (manifest.schema.fingerprint, manifest.schema.version) == (
-        module.SCHEMA_FINGERPRINT,
-        module.SCHEMA_VERSION,
+        module.SCHEMA.fingerprint,
+        module.SCHEMA.version,
     )
     text = (directory / "customer.manifest.json").read_text(encoding="utf-8")
     assert text == json.dumps(manifest.to_json(), indent=2) + "\n"  # as the runtime writes it

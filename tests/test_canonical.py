@@ -370,7 +370,7 @@ def test_parse_canonical_gives_back_sequence_records() -> None:
     here = Location("clip.py", 1, 1)
     assert [_relocated_record(r, here) for r in ir.records] == list(back.records)
     clip = back.records[0]
-    assert clip.kind == "sequence" and [f.codec for f in clip.all_features] == [
+    assert clip.kind == "sequence" and [f.codec.codec for f in clip.all_features] == [
         "TextScalar",
         "RawTensor",
         "SequenceRagged",
@@ -432,18 +432,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("path", sorted((ROOT / "schemas").glob("*.yaml")), ids=lambda p: p.stem)
 def test_committed_modules_keep_their_canonical_form_and_fingerprint(path: pathlib.Path) -> None:
     module = ROOT / "generated" / f"{path.stem}.py"
-    constants = {
-        node.targets[0].id: ast.literal_eval(node.value)
+    call = next(
+        node.value
         for node in ast.parse(module.read_text(encoding="utf-8")).body
         if isinstance(node, ast.Assign)
         and isinstance(node.targets[0], ast.Name)
-        and node.targets[0].id in ("SCHEMA_CANONICAL", "SCHEMA_FINGERPRINT")
-    }
-    ir = schema(path.read_text(encoding="utf-8"), str(path))
-    assert (ir.canonical, ir.fingerprint) == (
-        constants["SCHEMA_CANONICAL"],
-        constants["SCHEMA_FINGERPRINT"],
+        and node.targets[0].id == "SCHEMA"
+        and isinstance(node.value, ast.Call)
     )
+    constants = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    ir = schema(path.read_text(encoding="utf-8"), str(path))
+    assert (ir.canonical, ir.fingerprint) == (constants["canonical"], constants["fingerprint"])
     assert (
         parse_canonical(ir.canonical, module=path.stem, source=module.name).canonical
         == ir.canonical

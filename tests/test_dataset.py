@@ -71,13 +71,8 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Mod
 
 
 def info(module: ModuleType, record: str = "DatasetItem") -> SchemaInfo:
-    return SchemaInfo(
-        module.__name__,
-        record,
-        module.SCHEMA_VERSION,
-        module.SCHEMA_FINGERPRINT,
-        module.SCHEMA_CANONICAL,
-    )
+    schema = module.SCHEMA
+    return SchemaInfo(module.__name__, record, schema.version, schema.fingerprint, schema.canonical)
 
 
 def items(module: ModuleType, n: int) -> list[Any]:
@@ -110,8 +105,8 @@ def test_shards_hold_contiguous_runs_and_the_manifest_describes_them(
     assert (
         data["module"] == "dataset_v1" and data["record"] == "DatasetItem" and data["version"] == 1
     )
-    assert data["fingerprint"] == v1.SCHEMA_FINGERPRINT and data["compression"] == "gzip"
-    assert data["schema"] == json.loads(v1.SCHEMA_CANONICAL) and data["record_count"] == 10
+    assert data["fingerprint"] == v1.SCHEMA.fingerprint and data["compression"] == "gzip"
+    assert data["schema"] == json.loads(v1.SCHEMA.canonical) and data["record_count"] == 10
     assert data["shards"] == [
         {"file": name, "records": n, "bytes": (tmp_path / name).stat().st_size}
         for name, n in zip(names, [4, 3, 3], strict=True)

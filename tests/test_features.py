@@ -35,14 +35,14 @@ from codegen.runtime.codec import wire
 from codegen.runtime.codec.features import (
     NO_DEFAULT,
     BoolScalar,
-    BytesList,
     BytesScalar,
+    BytesTensor,
     Codec,
     FloatScalar,
     IntScalar,
     NumericTensor,
-    TextList,
     TextScalar,
+    TextTensor,
 )
 from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
 from codegen.runtime.tf import proto
@@ -74,7 +74,7 @@ def make(
     elif dtype.numeric:
         cls = NumericTensor
     else:
-        cls = TextList if dtype.kind is Kind.STR else BytesList
+        cls = TextTensor if dtype.kind is Kind.STR else BytesTensor
     return cls("R", name, key, dtype, shape, **kwargs)
 
 
@@ -180,11 +180,11 @@ def packed_ints(*values: int) -> bytes:
             "R.x: NumericTensor needs a shape of rank >= 1, got ()",
         ),
         (
-            lambda: TextList("R", "x", "k", STRING, (2, 0)),
+            lambda: TextTensor("R", "x", "k", STRING, (2, 0)),
             "R.x: dimension 1 of shape (2, 0) must be a positive int",
         ),
         (
-            lambda: TextList("R", "x", "k", STRING, (2, None)),
+            lambda: TextTensor("R", "x", "k", STRING, (2, None)),
             "R.x: dimension 1 of shape (2, None) must be a positive int (only the first may be "
             "None)",
         ),
@@ -201,7 +201,7 @@ def packed_ints(*values: int) -> bytes:
             "invalid default for R.x: value 300 out of range for uint8 [0, 255]",
         ),
         (
-            lambda: TextList("R", "x", "k", STRING, (2,), default=("a", 1)),
+            lambda: TextTensor("R", "x", "k", STRING, (2,), default=("a", 1)),
             "invalid default for R.x[1]: expected string, got int 1",
         ),
     ],
@@ -959,7 +959,7 @@ def test_info_describes_the_feature() -> None:
 def test_feature_spec_is_a_readable_sequence() -> None:
     infos = (
         IntScalar("Customer", "age", "Age", INT64, ()).info(),
-        TextList("Customer", "movie", "Movie", STRING, (None, 2)).info(),
+        TextTensor("Customer", "movie", "Movie", STRING, (None, 2)).info(),
         FloatScalar("Customer", "price", "Purchase Price", FLOAT32, (), default=0.5).info(),
         TextScalar("Customer", "nick", "nickname", STRING, (), optional=True).info(),
     )

@@ -29,14 +29,14 @@ from codegen.errors import RecordError
 from codegen.runtime.codec import wire
 from codegen.runtime.codec.features import (
     BoolScalar,
-    BytesList,
     BytesScalar,
+    BytesTensor,
     Codec,
     FloatScalar,
     IntScalar,
     NumericTensor,
-    TextList,
     TextScalar,
+    TextTensor,
 )
 from codegen.runtime.tf.parse import parse_specs, tf_parse_example
 
@@ -65,7 +65,7 @@ def make(dtype: DType, shape: Shape, name: str, **kwargs: Any) -> Codec[Any]:
     elif dtype.numeric:
         cls = NumericTensor
     else:
-        cls = TextList if dtype.kind is Kind.STR else BytesList
+        cls = TextTensor if dtype.kind is Kind.STR else BytesTensor
     return cls("R", name, f"key {name}", dtype, shape, **kwargs)
 
 

@@ -48,6 +48,7 @@ from codegen.runtime.codec import wire
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.writer import TFRecordWriter
+from codegen.runtime.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"
@@ -78,7 +79,8 @@ def _kinds_module() -> ModuleType:
 
 
 def _record_classes(module: ModuleType) -> list[type[Any]]:
-    return [getattr(module, n) for n in module.__all__ if not n.startswith("SCHEMA_")]
+    objects = [getattr(module, n) for n in module.__all__]
+    return [c for c in objects if isinstance(c, type) and issubclass(c, Record)]
 
 
 KINDS = _kinds_module()

@@ -20,18 +20,21 @@ SAFE_FILTERS = {
     "ident",
     "pyrepr",
     "pylist",
+    "pytuple",
+    "pyargs",
+    "pystring_chunks",
     "comment",
-    "comment_block",
     "docstring",
+    "attribute_docstring",
     "record_docstring",
-    "indent",
 }
 TRUSTED_EXPRESSIONS = {
     "body",
     "line",
-}  # rendered by our own code: the records' template, the import lines
+    "SEP",
+}  # rendered by our own code: the records' template, the import lines, the list separator
 MACRO_CALL = re.compile(
-    r"^(kinds\[f\.template\]|common)\.\w+\(.*\)$|^(codec_var|_generic|entries)\(.*\)( \| indent\(\d+\))?$"
+    r"^(kinds\[f\.template\]|common)\.\w+\(.*\)$|^(codec_var|args|array|items|ragged|masked|close)\(.*\)$"
     r"|^imports\.add\(\"[^\"]*\"\)$"
 )
 

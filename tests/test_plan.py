@@ -38,8 +38,8 @@ from codegen.runtime import (
     UINT32,
     UINT64,
     BoolScalar,
-    BytesList,
     BytesScalar,
+    BytesTensor,
     Codec,
     FloatScalar,
     IntScalar,
@@ -47,8 +47,8 @@ from codegen.runtime import (
     RaggedTensor,
     RawTensor,
     SequenceTensor,
-    TextList,
     TextScalar,
+    TextTensor,
 )
 from codegen.runtime.codec import plan, wire
 
@@ -68,8 +68,8 @@ def build_codecs() -> tuple[Codec[Any], ...]:
         TextScalar("P", "name", "name", STRING, ()),
         TextScalar("P", "nick", "nick", STRING, (), optional=True),
         BytesScalar("P", "blob", "blob", BYTES, (), default=b"none"),
-        TextList("P", "tags", "tags", STRING, (None,)),
-        BytesList("P", "pair", "pair", BYTES, (2,), optional=True),
+        TextTensor("P", "tags", "tags", STRING, (None,)),
+        BytesTensor("P", "pair", "pair", BYTES, (2,), optional=True),
         NumericTensor("P", "vec", "vec", FLOAT32, (3,)),
         NumericTensor("P", "rows", "rows", FLOAT32, (None, 2), optional=True),
         NumericTensor("P", "grid", "grid", INT64, (2, 2), default=[[1, 2], [3, 4]]),
@@ -203,7 +203,7 @@ def plan_reads_absent(codec: Codec[Any]) -> bool:
     reference does, giving the array default, or the error of a required feature)."""
     if codec.optional:
         return True
-    if isinstance(codec, NumericTensor | TextList | BytesList) and codec.shape[0] is None:
+    if isinstance(codec, NumericTensor | TextTensor | BytesTensor) and codec.shape[0] is None:
         return True  # no rows
     return codec.default is not None and not isinstance(codec, NumericTensor)
 
@@ -357,7 +357,7 @@ def test_mutated_examples_decode_like_the_reference(
 def test_records_without_a_plan_decode_through_their_codecs() -> None:
     ragged = RaggedTensor("P", "r", "r", INT64, (None, None))
     assert plan.compile_plan((ragged,), plan.codec_decoder("P", (ragged,))) is None
-    nested = TextList("P", "t", "t", STRING, (None, 2))
+    nested = TextTensor("P", "t", "t", STRING, (None, 2))
     decoder = plan.example_decoder("P", (nested,))
     data = wire.example([nested.entry([["a", "b"]])])
     assert decoder(data) == ([["a", "b"]],)

@@ -26,7 +26,7 @@ from codegen.dtypes import (
 from codegen.errors import RecordError
 from codegen.runtime import tf_feature_spec
 from codegen.runtime.codec import wire
-from codegen.runtime.codec.features import Codec, IntScalar, TextList
+from codegen.runtime.codec.features import Codec, IntScalar, TextTensor
 from codegen.runtime.codec.sequences import (
     SequenceCodec,
     SequenceRagged,
@@ -157,7 +157,7 @@ def context_codecs() -> list[Codec[Any]]:
         IntScalar("S", "id", "id", INT64, ()),
         RawTensor("S", "pixels", "pixels", FLOAT64, (None, 2)),
         RaggedTensor("S", "spans", "spans", INT16, (None, None), optional=True),
-        TextList("S", "tags", "tags", STRING, (None,)),
+        TextTensor("S", "tags", "tags", STRING, (None,)),
     ]
 
 

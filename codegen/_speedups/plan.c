@@ -14,6 +14,7 @@
  * no allocation is sized by a length before that length has been checked against the input.
  */
 #include "speedups.h"
+#include "contract.h"
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL tfr_speedups_plan_ARRAY_API
@@ -23,22 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum {
-    OP_INT = 1,        /* an int of an integer dtype (range lo..hi) */
-    OP_BOOL = 2,       /* a bool (0 or 1) */
-    OP_FLOAT = 3,      /* a float (one float32) */
-    OP_TEXT = 4,       /* a str (one UTF-8 value) */
-    OP_BYTES = 5,      /* a bytes (one value) */
-    OP_INT_ARRAY = 6,  /* an ndarray of an integer or bool dtype, from an Int64List */
-    OP_FLOAT_ARRAY = 7,/* an ndarray of float32, from a FloatList */
-    OP_TEXT_LIST = 8,  /* a list of str */
-    OP_BYTES_LIST = 9, /* a list of bytes */
-    OP_RAW = 10,       /* an ndarray from the one bytes value (little-endian), shape fixed or stored */
-    OP_STEPS_INT = 11, /* a feature list: ndarray [T, *step shape] of an integer or bool dtype */
-    OP_STEPS_FLOAT = 12, /* a feature list: ndarray [T, *step shape] of float32 */
-};
-
-enum { LIST_BYTES = 1, LIST_FLOAT = 2, LIST_INT64 = 3 };
+/* The plan operations (OP_*), list kinds (LIST_*) and element codes (ELEMENT_*): contract.h. */
 
 #define MAX_RANK 32
 
@@ -49,7 +35,7 @@ typedef struct {
     int optional;
     PyObject *fallback_default; /* an immutable default for an absent feature, or NULL */
     long long lo, hi;           /* integer range */
-    int code;                   /* element: 'q' 'i' 'h' 'b' 'Q' 'I' 'H' 'B' '?' 'f' ... */
+    int code;                   /* the element code (ELEMENT_*) */
     Py_ssize_t itemsize;
     Py_ssize_t count;  /* values of a fixed shape, or -1 (a leading None) */
     Py_ssize_t inner;  /* values per row of the inner dimensions (>= 1) */
@@ -403,13 +389,13 @@ static inline void
 store_int(int code, void *out, Py_ssize_t i, int64_t value)
 {
     switch (code) {
-    case 'q': ((int64_t *)out)[i] = value; break;
-    case 'i': ((int32_t *)out)[i] = (int32_t)value; break;
-    case 'h': ((int16_t *)out)[i] = (int16_t)value; break;
-    case 'b': ((int8_t *)out)[i] = (int8_t)value; break;
-    case 'I': ((uint32_t *)out)[i] = (uint32_t)value; break;
-    case 'H': ((uint16_t *)out)[i] = (uint16_t)value; break;
-    default: ((uint8_t *)out)[i] = (uint8_t)value; break; /* 'B' and '?' */
+    case ELEMENT_INT64: ((int64_t *)out)[i] = value; break;
+    case ELEMENT_INT32: ((int32_t *)out)[i] = (int32_t)value; break;
+    case ELEMENT_INT16: ((int16_t *)out)[i] = (int16_t)value; break;
+    case ELEMENT_INT8: ((int8_t *)out)[i] = (int8_t)value; break;
+    case ELEMENT_UINT32: ((uint32_t *)out)[i] = (uint32_t)value; break;
+    case ELEMENT_UINT16: ((uint16_t *)out)[i] = (uint16_t)value; break;
+    default: ((uint8_t *)out)[i] = (uint8_t)value; break; /* ELEMENT_UINT8 and ELEMENT_BOOL */
     }
 }
 
@@ -430,7 +416,7 @@ int_array(Op *op, const uint8_t *body, Py_ssize_t size, int *pass)
     }
     void *buf = PyArray_DATA((PyArrayObject *)array);
     int ok;
-    if (op->code == 'q') {
+    if (op->code == ELEMENT_INT64) {
         ok = tfr_decode_varints(d, length, buf, count, 0) < 0;
     }
     else {
@@ -632,7 +618,7 @@ raw_array(Op *op, Found *found, int *pass)
         *pass = 1;
         return NULL;
     }
-    if (op->code == '?') {
+    if (op->code == ELEMENT_BOOL) {
         for (Py_ssize_t i = 0; i < length; i++) {
             if (value[i] > 1) {
                 *pass = 1;

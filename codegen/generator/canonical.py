@@ -22,7 +22,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from codegen.generator.ir import FeatureIR, RawTensor, RecordIR
+from codegen.generator.ir import FeatureIR, RecordIR
 
 
 def canonical_json(version: int, doc: str | None, records: Sequence[RecordIR]) -> str:
@@ -61,7 +61,7 @@ def _feature(f: FeatureIR) -> dict[str, object]:
         "dtype": f.dtype.name,
         "shape": list(f.shape),
         "optional": f.optional,
-        "encoding": "raw" if isinstance(f, RawTensor) else "list",
+        "encoding": "raw" if f.raw else "list",
         "doc": f.doc,
         "default": _encode_default(f.default) if f.has_default else None,
     }

@@ -1,16 +1,15 @@
 """The typed intermediate representation between a validated schema and the templates.
 
-One class per feature kind; each names the template that renders it and the runtime codec class the generated module
-instantiates for it. Lowering (``codegen.generator.lower``) builds these from the schema models; rendering only reads
-them.
+Each feature names its kind and runtime codec from the registry of feature kinds (:mod:`codegen.kinds`). Lowering
+(``codegen.generator.lower``) builds the IR from the schema models; rendering only reads it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from codegen.dtypes import DType, Kind
+from codegen.dtypes import DType
+from codegen.kinds import CodecRow, FeatureKind
 
 Shape = tuple[int | None, ...]
 
@@ -28,16 +27,20 @@ class Location:
 class FeatureIR:
     """One feature of a record.
 
+    ``kind`` is its row of the registry of feature kinds (:data:`codegen.kinds.KINDS`: which template renders it and
+    which companion keys it writes) and ``codec`` the runtime codec class the generated module builds for it.
     ``default`` is the normalized default value (a scalar, or nested tuples matching ``shape``) and only meaningful
-    when ``has_default``; float defaults are already rounded to float32.
+    when ``has_default``; float defaults are already rounded to float32. ``shape`` is one step's shape for a feature
+    list of a SequenceExample (kind ``sequence_feature``), whose ``optional`` means the whole list may be absent
+    (zero steps) and which never has a default.
     """
-
-    template: ClassVar[str]
 
     name: str
     key: str
     dtype: DType
     shape: Shape
+    kind: FeatureKind
+    codec: CodecRow
     optional: bool = False
     has_default: bool = False
     default: object = None
@@ -49,113 +52,19 @@ class FeatureIR:
         return all(d is not None for d in self.shape)
 
     @property
-    def codec(self) -> str:
-        """The name of the runtime codec class (in ``codegen.runtime``) for this feature."""
-        raise NotImplementedError
-
-
-@dataclass(frozen=True, kw_only=True)
-class NumericScalar(FeatureIR):
-    """An int, bool or float scalar: ``shape: []``."""
-
-    template: ClassVar[str] = "numeric_scalar"
+    def template(self) -> str:
+        """The template of the feature's kind (``templates/features/<template>.py.jinja``)."""
+        return self.kind.name
 
     @property
-    def codec(self) -> str:
-        return {Kind.INT: "IntScalar", Kind.BOOL: "BoolScalar", Kind.FLOAT: "FloatScalar"}[
-            self.dtype.kind
-        ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class NumericTensor(FeatureIR):
-    """A numeric array: fixed shape (``[2, 3]``) or a leading ``null`` (``[null]``, ``[null, 3]``)."""
-
-    template: ClassVar[str] = "numeric_tensor"
-
-    @property
-    def codec(self) -> str:
-        return "NumericTensor"
-
-
-@dataclass(frozen=True, kw_only=True)
-class StringScalar(FeatureIR):
-    """A ``string`` (UTF-8 text) or ``bytes`` scalar."""
-
-    template: ClassVar[str] = "string_scalar"
-
-    @property
-    def codec(self) -> str:
-        return "TextScalar" if self.dtype.kind is Kind.STR else "BytesScalar"
-
-
-@dataclass(frozen=True, kw_only=True)
-class StringList(FeatureIR):
-    """``string``/``bytes`` values of rank >= 1: nested Python lists, one nesting level per dimension."""
-
-    template: ClassVar[str] = "string_list"
-
-    @property
-    def codec(self) -> str:
-        return "TextList" if self.dtype.kind is Kind.STR else "BytesList"
-
-
-@dataclass(frozen=True, kw_only=True)
-class RawTensor(FeatureIR):
-    """``encoding: raw``: the whole tensor as one little-endian C-order bytes value (any numeric dtype).
-
-    When a dimension is unknown (``null`` anywhere) the full shape travels in a companion int64 feature
-    ``<key>/shape``; fixed shapes store no companion and are checked on decode.
-    """
-
-    template: ClassVar[str] = "raw_tensor"
-
-    @property
-    def codec(self) -> str:
-        return "RawTensor"
+    def raw(self) -> bool:
+        """Whether the feature is stored with ``encoding: raw``."""
+        return self.kind.name == "raw_tensor"
 
     @property
     def companion_keys(self) -> tuple[str, ...]:
-        return () if self.is_fixed else (f"{self.key}/shape",)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RaggedTensor(FeatureIR):
-    """Two or more leading ``null`` dimensions with the list encoding: flat values in ``<key>`` plus one row-lengths
-    companion ``<key>/row_lengths_<d>`` per inner ``null`` dimension ``d`` (1-based position in the shape), the way
-    ``tf.io.RaggedFeature(partitions=[RowLengths(...), ...])`` reads them. Fixed dimensions may only trail the nulls.
-    Numeric values are nested lists (depth = number of nulls - 1) of arrays of shape ``[n, *trailing fixed dims]``;
-    string values are nested lists of ``str``/``bytes``.
-    """
-
-    template: ClassVar[str] = "ragged_tensor"
-
-    @property
-    def codec(self) -> str:
-        return "RaggedStrings" if self.dtype.kind in (Kind.STR, Kind.BYTES) else "RaggedTensor"
-
-    @property
-    def companion_keys(self) -> tuple[str, ...]:
-        return tuple(
-            f"{self.key}/row_lengths_{d}" for d, n in enumerate(self.shape) if n is None and d > 0
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class SequenceFeature(FeatureIR):
-    """One ``sequence:`` feature of a SequenceExample: a FeatureList with one Feature per step; ``shape`` is the shape
-    of one step. Per-step fixed numeric shapes give an array ``[T, *shape]``; a leading ``null`` per step gives a list
-    of arrays (numeric) or a list of lists (strings); strings with a fixed per-step shape give nested lists.
-    ``optional`` means the whole feature list may be absent (-> zero steps); ``default`` is never set.
-    """
-
-    template: ClassVar[str] = "sequence_feature"
-
-    @property
-    def codec(self) -> str:
-        if self.dtype.kind in (Kind.STR, Kind.BYTES):
-            return "SequenceStrings"
-        return "SequenceTensor" if self.is_fixed else "SequenceRagged"
+        """The keys of the companion features written beside the feature's own key, in order."""
+        return self.kind.companions(self.key, self.shape)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,7 +80,7 @@ class RecordIR:
     features: tuple[FeatureIR, ...]
     loc: Location
     kind: str = "example"
-    sequence: tuple[SequenceFeature, ...] = ()
+    sequence: tuple[FeatureIR, ...] = ()
 
     @property
     def all_features(self) -> tuple[FeatureIR, ...]:
@@ -186,8 +95,7 @@ class RecordIR:
         parts: list[tuple[str, FeatureIR, int]] = []
         for f in features:
             parts.append((f.key, f, 0))
-            companions: tuple[str, ...] = getattr(f, "companion_keys", ())
-            parts.extend((key, f, i) for i, key in enumerate(companions, start=1))
+            parts.extend((key, f, i) for i, key in enumerate(f.companion_keys, start=1))
         return tuple(sorted(parts, key=lambda p: p[0].encode("utf-8")))
 
 

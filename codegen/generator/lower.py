@@ -23,20 +23,7 @@ from codegen.dtypes import DTYPES, DType, Kind, Wire
 from codegen.errors import Diagnostic, SchemaError
 from codegen.generator import naming
 from codegen.generator.canonical import canonical_json, fingerprint
-from codegen.generator.ir import (
-    FeatureIR,
-    Location,
-    NumericScalar,
-    NumericTensor,
-    RaggedTensor,
-    RawTensor,
-    RecordIR,
-    SchemaIR,
-    SequenceFeature,
-    Shape,
-    StringList,
-    StringScalar,
-)
+from codegen.generator.ir import FeatureIR, Location, RecordIR, SchemaIR, Shape
 from codegen.generator.schema.loader import Mark, Path, YamlDocument
 from codegen.generator.schema.model import (
     LIST_DTYPES,
@@ -46,6 +33,7 @@ from codegen.generator.schema.model import (
     RecordDoc,
     SchemaDoc,
 )
+from codegen.kinds import codec_for, select_kind
 
 _MAX_ELEMENTS = 2**63 - 1
 _MODEL_AT_DEPTH: dict[int, type[BaseModel]] = {
@@ -123,7 +111,7 @@ class _Lowering:
         self.source = source
         self.diagnostics: list[Diagnostic] = list(document.diagnostics)
         self.features: dict[Path, FeatureIR] = {}
-        self.steps: dict[Path, SequenceFeature] = {}
+        self.steps: dict[Path, FeatureIR] = {}
         self.failed: set[Path] = set()
 
     def report(self, mark: Mark, message: str) -> None:
@@ -313,10 +301,9 @@ class _Lowering:
         name = str(path[-1])
         wire: list[tuple[str, str | None]] = [(doc.key or name, None)]
         feature = self.features.get(path)
-        if isinstance(feature, RawTensor):
-            wire.extend((key, "shape") for key in feature.companion_keys)
-        elif isinstance(feature, RaggedTensor):
-            wire.extend((key, "row lengths") for key in feature.companion_keys)
+        if feature is not None:
+            companion = "shape" if feature.raw else "row lengths"
+            wire.extend((key, companion) for key in feature.companion_keys)
         for key, role in wire:
             if key not in keys:
                 keys[key] = (name, role)
@@ -351,29 +338,21 @@ class _Lowering:
             default = self.check_default(path, doc, dtype, shape)
         if len(self.diagnostics) > count or dtype is None or shape is None:
             return
-        kind: type[FeatureIR]
-        if sequence:
-            kind = SequenceFeature
-        elif raw:
-            kind = RawTensor
-        elif shape.count(None) > 1:
-            kind = RaggedTensor
-        elif dtype.kind in (Kind.STR, Kind.BYTES):
-            kind = StringScalar if not shape else StringList
-        else:
-            kind = NumericScalar if not shape else NumericTensor
-        feature = kind(
+        kind = select_kind(dtype, shape, raw=raw, sequence=sequence)
+        feature = FeatureIR(
             name=str(path[-1]),
             key=doc.key or str(path[-1]),
             dtype=dtype,
             shape=shape,
+            kind=kind,
+            codec=codec_for(kind.name, dtype, shape),
             optional=doc.optional,
             has_default=has_default,
             default=default,
             doc=doc.doc,
             loc=self.location(path),
         )
-        if isinstance(feature, SequenceFeature):
+        if sequence:
             self.steps[path] = feature
         else:
             self.features[path] = feature

@@ -1,7 +1,11 @@
-"""The runtime that generated modules import (``from codegen import runtime as _rt``).
+"""The runtime of tfr-gen: what its users import to read and write TFRecord data beside their generated modules.
 
-It depends only on numpy, protobuf and crc32c; TensorFlow is imported lazily by the ``tf_*`` helpers.
+Generated modules import :mod:`codegen.runtime._abi` (the names they use, and the version check) and inherit from
+:mod:`codegen.runtime.record`. The runtime depends only on numpy, protobuf and crc32c; TensorFlow is imported
+lazily by the ``tf_*`` helpers.
 """
+
+from typing import TYPE_CHECKING
 
 from codegen.dtypes import (
     BOOL,
@@ -31,14 +35,14 @@ from codegen.runtime.codec.equality import arrays_equal, values_equal
 from codegen.runtime.codec.features import (
     NO_DEFAULT,
     BoolScalar,
-    BytesList,
     BytesScalar,
+    BytesTensor,
     Codec,
     FloatScalar,
     IntScalar,
     NumericTensor,
-    TextList,
     TextScalar,
+    TextTensor,
 )
 from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
 from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
@@ -102,7 +106,7 @@ __all__ = [
     "UINT32",
     "UINT64",
     "BoolScalar",
-    "BytesList",
+    "BytesTensor",
     "BytesScalar",
     "Codec",
     "DataError",
@@ -133,7 +137,7 @@ __all__ = [
     "SkippedSpan",
     "TFRecordReader",
     "TFRecordWriter",
-    "TextList",
+    "TextTensor",
     "TextScalar",
     "Wire",
     "arrays_equal",
@@ -154,3 +158,13 @@ __all__ = [
     "values_equal",
     "write_tfrecord",
 ]
+
+
+if not TYPE_CHECKING:  # type checkers keep reporting unknown names as errors
+
+    def __getattr__(name: str) -> object:
+        raise AttributeError(
+            f"module 'codegen.runtime' has no attribute {name!r}. A generated module that uses it was made by"
+            " an older tfr-gen (generated modules now import codegen.runtime._abi): regenerate it with this"
+            " tfr-gen, with the command in its header"
+        )

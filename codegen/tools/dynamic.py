@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from codegen import runtime
 from codegen.errors import TfrGenError
 from codegen.generator.ir import FeatureIR, RecordIR, SchemaIR
 from codegen.generator.load import load_schema
+from codegen.runtime.codec import registry
 from codegen.runtime.codec.features import NO_DEFAULT, Codec
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
 
@@ -29,28 +29,17 @@ FeatureLists = Mapping[bytes, list[tuple[int, bytes]]]
 
 
 def build_codec(record: RecordIR, feature: FeatureIR) -> Codec[Any]:
-    """The runtime codec a generated module builds for ``feature`` of ``record``.
-
-    :class:`TfrGenError` when this runtime has no codec class for the feature's kind.
-    """
-    codec_class: Any = getattr(runtime, feature.codec, None)
-    if codec_class is None:
-        raise TfrGenError(
-            f"{record.name}.{feature.name}: features of shape {list(feature.shape)} need the"
-            f" runtime codec {feature.codec}, which this version of tfr-gen does not have"
-        )
-    if feature.dtype.numeric and getattr(codec_class, "__parameters__", None):
-        codec_class = codec_class[feature.dtype.numpy.type]  # as generated: NumericTensor[np.int64]
-    codec: Codec[Any] = codec_class(
+    """The runtime codec a generated module builds for ``feature`` of ``record``."""
+    return registry.build_codec(
         record.name,
         feature.name,
         feature.key,
         feature.dtype,
         feature.shape,
+        kind=feature.kind.name,
         default=feature.default if feature.has_default else NO_DEFAULT,
         optional=feature.optional,
     )
-    return codec
 
 
 class DynamicRecord:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from codegen.dtypes import Kind, Wire
 from codegen.errors import RecordError
-from codegen.generator.ir import FeatureIR, NumericScalar, NumericTensor, StringList, StringScalar
+from codegen.generator.ir import FeatureIR
 from codegen.runtime.codec.wire import decode_bytes_list, decode_float_list, decode_int64_list
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.tools.dynamic import DynamicRecord
@@ -47,8 +47,8 @@ KINDS: Mapping[str, str] = {
 """Every problem kind and how text output names it."""
 
 _LIST_MESSAGES = {Wire.BYTES: "BytesList", Wire.FLOAT: "FloatList", Wire.INT64: "Int64List"}
-_LIST_FEATURES = (NumericScalar, NumericTensor, StringScalar, StringList)
-"""The features whose values are one list of their dtype's list kind under their own key."""
+_LIST_FEATURES = frozenset({"numeric_scalar", "numeric_tensor", "string_scalar", "string_list"})
+"""The kinds of features whose values are one list of their dtype's list kind under their own key."""
 
 Diagnosis = tuple[str, str, str]
 """Why a feature did not decode: (problem kind, expected, found)."""
@@ -201,7 +201,7 @@ def diagnose(feature: FeatureIR, item: tuple[int, bytes] | None) -> Diagnosis | 
     """Why the parsed feature ``item`` (``None``: absent) did not decode, after its codec refused
     it: (kind, expected, found); ``None`` when no specific check names the reason (for raw and
     ragged tensors, whose values span several keys, the codec's message always says it)."""
-    if not isinstance(feature, _LIST_FEATURES):
+    if feature.kind.name not in _LIST_FEATURES:
         return None
     if item is None or item[0] == 0:
         count = math.prod(d for d in feature.shape if d is not None)

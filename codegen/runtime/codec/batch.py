@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -41,27 +41,13 @@ import numpy.typing as npt
 
 from codegen.dtypes import DType, Kind, Wire
 from codegen.errors import RecordError, TfrGenError
+from codegen.kinds import codec_row_of
 from codegen.runtime.accel import speedups
 from codegen.runtime.codec import wire
 from codegen.runtime.codec.columns import Masked, Ragged
-from codegen.runtime.codec.features import (
-    BoolScalar,
-    BytesList,
-    BytesScalar,
-    Codec,
-    FloatScalar,
-    IntScalar,
-    NumericTensor,
-    TextList,
-    TextScalar,
-)
-from codegen.runtime.codec.plan import example_decoder
-from codegen.runtime.codec.sequences import (
-    SequenceCodec,
-    SequenceRagged,
-    SequenceStrings,
-    SequenceTensor,
-)
+from codegen.runtime.codec.features import Codec
+from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
+from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.codec.varint import decode_packed_int64
 
@@ -768,39 +754,57 @@ class _RaggedColumn(_Column):
         return Masked(column, present) if self.masked else column
 
 
-def _column(codec: Codec[Any]) -> _Column:
-    """The column of the feature codec of an ``Example`` (or of a ``SequenceExample``'s context)."""
+def _list_column(codec: Codec[Any]) -> _Column:
+    """A numeric tensor or string list: fixed shapes stack, a leading ``null`` gives rows."""
+    if codec.shape[0] is None:
+        return _RowsColumn(codec)
+    shape = cast("tuple[int, ...]", codec.shape)
     dtype = codec.dtype
-    if isinstance(codec, RawTensor):
-        return _RawColumn(codec)
-    if isinstance(codec, RaggedTensor | RaggedStrings):
-        return _RaggedColumn(codec)
-    if isinstance(codec, IntScalar | BoolScalar | FloatScalar):
-        return _FixedColumn(codec, _Scalars(dtype))
-    if isinstance(codec, TextScalar | BytesScalar):
-        return _FixedColumn(codec, _Items(dtype, ()))
-    if isinstance(codec, NumericTensor | TextList | BytesList):
-        if codec.shape[0] is None:
-            return _RowsColumn(codec)
-        shape = cast("tuple[int, ...]", codec.shape)
-        layout = _Tensors(dtype, shape) if dtype.numeric else _Items(dtype, shape)
-        return _FixedColumn(codec, layout)
-    raise TfrGenError(f"{codec.record}.{codec.name}: no batch column for {type(codec).__name__}")
+    return _FixedColumn(codec, _Tensors(dtype, shape) if dtype.numeric else _Items(dtype, shape))
+
+
+def _strings_steps(codec: SequenceCodec[Any]) -> _Layout:
+    shape = codec.shape
+    if shape and shape[0] is None:
+        return _Rows(2, _ItemLeaves(len(shape) - 1))
+    return _Rows(1, _ItemLeaves(len(shape)))
+
+
+COLUMNS: dict[str, Callable[[Codec[Any]], _Column]] = {
+    "scalars": lambda codec: _FixedColumn(codec, _Scalars(codec.dtype)),
+    "items": lambda codec: _FixedColumn(codec, _Items(codec.dtype, ())),
+    "lists": _list_column,
+    "raw": lambda codec: _RawColumn(cast("RawTensor[Any]", codec)),
+    "ragged": lambda codec: _RaggedColumn(cast("RaggedTensor[Any] | RaggedStrings", codec)),
+}
+"""The column of the feature codec of an ``Example`` (or of a ``SequenceExample``'s context), by the
+``column`` of its row in :data:`codegen.kinds.CODECS`."""
+
+SEQUENCE_LAYOUTS: dict[str, Callable[[SequenceCodec[Any]], _Layout]] = {
+    "steps": lambda c: _Rows(1, _ArrayLeaves(c.dtype, cast("tuple[int, ...]", c.shape))),
+    "ragged_steps": lambda c: _Rows(2, _ArrayLeaves(c.dtype, cast("tuple[int, ...]", c.shape[1:]))),
+    "string_steps": _strings_steps,
+}
+"""The layout of a feature list (one :class:`Ragged` level for the steps, one more when a step has a
+leading ``null``), by the ``column`` of its codec's row in :data:`codegen.kinds.CODECS`."""
+
+
+def _column(codec: Codec[Any]) -> _Column:
+    row = codec_row_of(type(codec))
+    if row is None or row.column not in COLUMNS:
+        raise TfrGenError(
+            f"{codec.record}.{codec.name}: no batch column for {type(codec).__name__}"
+        )
+    return COLUMNS[row.column](codec)
 
 
 def _sequence_layout(codec: SequenceCodec[Any]) -> _Layout:
-    """The layout of a feature list: one :class:`Ragged` level for the steps, one more when a step
-    has a leading ``null``."""
-    shape = codec.shape
-    if isinstance(codec, SequenceTensor):
-        return _Rows(1, _ArrayLeaves(codec.dtype, cast("tuple[int, ...]", shape)))
-    if isinstance(codec, SequenceRagged):
-        return _Rows(2, _ArrayLeaves(codec.dtype, cast("tuple[int, ...]", shape[1:])))
-    if isinstance(codec, SequenceStrings):
-        if shape and shape[0] is None:
-            return _Rows(2, _ItemLeaves(len(shape) - 1))
-        return _Rows(1, _ItemLeaves(len(shape)))
-    raise TfrGenError(f"{codec.record}.{codec.name}: no batch column for {type(codec).__name__}")
+    row = codec_row_of(type(codec))
+    if row is None or row.column not in SEQUENCE_LAYOUTS:
+        raise TfrGenError(
+            f"{codec.record}.{codec.name}: no batch column for {type(codec).__name__}"
+        )
+    return SEQUENCE_LAYOUTS[row.column](codec)
 
 
 # --- the codec of a whole record ------------------------------------------------------------------
@@ -809,7 +813,9 @@ def _sequence_layout(codec: SequenceCodec[Any]) -> _Layout:
 class BatchCodec:
     """Columnar decoding of one record class: ``codecs`` are its feature codecs (of an ``Example``,
     or the context of a ``SequenceExample``) and ``sequence_codecs`` the feature lists of a
-    ``SequenceExample`` (``None`` for an ``Example``); columns follow in that order.
+    ``SequenceExample`` (``None`` for an ``Example``); columns follow in that order. ``decoder`` is
+    the record's own decoder (:func:`~codegen.runtime.codec.plan.example_decoder` of the codecs,
+    made here when not given).
     """
 
     def __init__(
@@ -817,6 +823,8 @@ class BatchCodec:
         record: str,
         codecs: Sequence[Codec[Any]],
         sequence_codecs: Sequence[SequenceCodec[Any]] | None = None,
+        *,
+        decoder: ExampleDecoder | None = None,
     ) -> None:
         self.record = record
         self._codecs = tuple(codecs)
@@ -832,7 +840,7 @@ class BatchCodec:
             *(codec.name for codec in self._sequence_codecs),
         )
         self._keys = tuple(key for column in self._columns for key in column.keys)
-        self._decode_one = example_decoder(
+        self._decode_one = decoder or example_decoder(
             record, self._codecs, self._sequence_codecs if self._sequence else None
         )
         self._joined = tuple(key for column in self._columns for key in column.joined)

@@ -11,7 +11,7 @@ Values and how they travel:
 * ``FloatScalar`` -> ``float`` (rounded to float32), in a ``FloatList``;
 * ``TextScalar`` -> ``str`` (as UTF-8) and ``BytesScalar`` -> ``bytes``, in a ``BytesList``;
 * ``NumericTensor`` -> a numpy array of the declared dtype and shape;
-* ``TextList``/``BytesList`` -> nested lists, one level per dimension.
+* ``TextTensor``/``BytesTensor`` -> nested lists, one level per dimension.
 
 Tensors and lists travel flat, in C order. Decoding an absent feature (no key, or a ``Feature``
 with no kind) gives the default if there is one, else ``None`` for an optional feature
@@ -42,6 +42,8 @@ import numpy.typing as npt
 
 from codegen.dtypes import DType, Kind, Wire
 from codegen.errors import RecordError, TfrGenError
+from codegen.kinds import codec_row_of, kind_named
+from codegen.runtime.codec.equality import values_equal
 from codegen.runtime.codec.info import FeatureInfo
 from codegen.runtime.codec.varint import encode_packed_int64
 from codegen.runtime.codec.wire import (
@@ -56,7 +58,7 @@ __all__ = [
     "NO_DEFAULT",
     "ArrayRules",
     "BoolScalar",
-    "BytesList",
+    "BytesTensor",
     "BytesScalar",
     "Codec",
     "Features",
@@ -65,7 +67,7 @@ __all__ = [
     "ListCodec",
     "NumericTensor",
     "StringRules",
-    "TextList",
+    "TextTensor",
     "TextScalar",
 ]
 
@@ -508,7 +510,8 @@ class Codec(abc.ABC, Generic[T]):
     a default). A configuration the class cannot hold raises :class:`TfrGenError`.
 
     ``companion_keys`` are the keys of the features written next to the feature's own
-    (``part(value, i)`` writes the ``i``-th, from 1); the classes here have none.
+    (``part(value, i)`` writes the ``i``-th, from 1), from the registry of feature kinds
+    (:mod:`codegen.kinds`); the classes here have none.
     """
 
     __slots__ = (
@@ -565,7 +568,8 @@ class Codec(abc.ABC, Generic[T]):
         self._where = f"{record}.{name}"
         self._where_key = f"{record}.{name} (key {key!r})"
         self._check_config(default)
-        self.companion_keys = self._companion_keys()
+        row = codec_row_of(type(self))
+        self.companion_keys = () if row is None else kind_named(row.kind).companions(key, shape)
         self._kf = key_field(key)
         self._key = key.encode("utf-8")
         wire = Wire.BYTES if self._encoding == "raw" else dtype.wire
@@ -636,10 +640,6 @@ class Codec(abc.ABC, Generic[T]):
             raise TfrGenError(f"{where}: {cls} needs a shape of rank >= 1, got ()")
         check_dims(where, shape, 1, " (only the first may be None)")
 
-    def _companion_keys(self) -> tuple[str, ...]:
-        """The keys of the companion features (none here)."""
-        return ()
-
     def _setup(self) -> None:
         """Precompute what the class needs per feature (entry prefixes, bounds)."""
 
@@ -678,6 +678,11 @@ class Codec(abc.ABC, Generic[T]):
     def info(self) -> FeatureInfo:
         """The TensorFlow-free description of this feature."""
         return self._info
+
+    def equal(self, a: T | None, b: T | None) -> bool:
+        """Whether two values of this feature are equal (as record equality compares them): arrays
+        by shape and values, nested lists deeply; ``None`` equals only ``None``."""
+        return values_equal(a, b)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._where_key}, {self.dtype.name}, shape={self.shape})"
@@ -1156,14 +1161,14 @@ class _StringList(ListCodec[list[Any]]):
         return [self._copy_level(row, depth + 1) for row in value]
 
 
-class TextList(_StringList):
+class TextTensor(_StringList):
     """``str`` values (encodable as UTF-8) of rank >= 1 as nested lists; UTF-8 in a BytesList."""
 
     __slots__ = ()
     _kinds = (Kind.STR,)
 
 
-class BytesList(_StringList):
+class BytesTensor(_StringList):
     """``bytes`` values of rank >= 1 as nested lists, in a ``BytesList``."""
 
     __slots__ = ()

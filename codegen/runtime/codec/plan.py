@@ -26,43 +26,16 @@ from typing import Any, NamedTuple, cast
 
 from codegen.dtypes import Kind
 from codegen.errors import RecordError
+from codegen.kinds import RAW_ELEMENT, PlanOp, codec_row_of, element_code
 from codegen.runtime.accel import speedups
-from codegen.runtime.codec.features import (
-    BoolScalar,
-    BytesList,
-    BytesScalar,
-    Codec,
-    FloatScalar,
-    IntScalar,
-    NumericTensor,
-    TextList,
-    TextScalar,
-)
-from codegen.runtime.codec.sequences import SequenceCodec, SequenceTensor
-from codegen.runtime.codec.tensors import RawTensor
+from codegen.runtime.codec.features import Codec
+from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
 
 __all__ = ["ExampleDecoder", "codec_decoder", "compile_plan", "example_decoder"]
 
 ExampleDecoder = Callable[[bytes], tuple[Any, ...]]
 """Serialized ``tf.train.Example`` bytes to the tuple of a record's attribute values."""
-
-# The operations of codegen/_speedups/plan.c.
-_INT, _BOOL, _FLOAT, _TEXT, _BYTES = 1, 2, 3, 4, 5
-_INT_ARRAY, _FLOAT_ARRAY, _TEXT_LIST, _BYTES_LIST, _RAW = 6, 7, 8, 9, 10
-_STEPS_INT, _STEPS_FLOAT = 11, 12
-
-_CODES = {
-    "int64": "q",
-    "int32": "i",
-    "int16": "h",
-    "int8": "b",
-    "uint32": "I",
-    "uint16": "H",
-    "uint8": "B",
-    "bool": "?",
-}
-"""The element code of each integer dtype of a list-encoded array (float32 is ``f``)."""
 
 
 class _Op(NamedTuple):
@@ -81,7 +54,8 @@ class _Op(NamedTuple):
     hi: int = 0
     """The range of integer values."""
     code: int = 0
-    """The element code of an array (``ord`` of a struct code; ``?`` for bool)."""
+    """The element code of an array (``ord`` of :func:`codegen.kinds.element_code`, or of
+    :data:`codegen.kinds.RAW_ELEMENT` for a raw tensor of a non-bool dtype)."""
     itemsize: int = 1
     values: int = -1
     """The values of a fixed shape, or -1 (a leading ``None``)."""
@@ -180,17 +154,18 @@ def compile_plan(
 def _steps_op(codec: SequenceCodec[Any], slot: int) -> _Op | None:
     """The plan operation of a feature list, or ``None`` when the plan has none for it."""
     dtype = codec.dtype
-    if not isinstance(codec, SequenceTensor):
+    row = codec_row_of(type(codec))
+    op = None if row is None else row.plan(dtype, codec.shape)
+    if op is None:
         return None
     lo, hi = (dtype.lo or 0, dtype.hi or 0) if dtype.kind is Kind.INT else (0, 1)
-    floats = dtype.kind is Kind.FLOAT
     return _Op(
-        _STEPS_FLOAT if floats else _STEPS_INT,
+        op,
         slot,
         optional=codec.optional,
         lo=lo,
         hi=hi,
-        code=ord("f" if floats else _CODES[dtype.name]),
+        code=ord(element_code(dtype)),
         shape=cast("tuple[int, ...]", codec.shape),
         dtype=dtype.numpy,
     )
@@ -204,56 +179,48 @@ def _slot(keys: list[bytes], key: str) -> int:
     return keys.index(data)
 
 
+_SCALAR_OPS = frozenset({PlanOp.INT, PlanOp.BOOL, PlanOp.FLOAT, PlanOp.TEXT, PlanOp.BYTES})
+_LIST_OPS = frozenset({PlanOp.TEXT_LIST, PlanOp.BYTES_LIST})
+
+
 def _op(codec: Codec[Any], keys: list[bytes]) -> _Op | None:
-    """The plan operation of ``codec``, or ``None`` when the plan has none for it."""
+    """The plan operation of ``codec`` (by its row of :data:`codegen.kinds.CODECS`), or ``None``
+    when the plan has none for it."""
     dtype, shape, optional = codec.dtype, codec.shape, codec.optional
+    row = codec_row_of(type(codec))
+    op = None if row is None else row.plan(dtype, shape)
+    if op is None:
+        return None
     slot = _slot(keys, codec.key)
     lo, hi = (dtype.lo or 0, dtype.hi or 0) if dtype.kind is Kind.INT else (0, 1)
     count = -1 if None in shape else math.prod(cast("tuple[int, ...]", shape))
-    scalar = _SCALARS.get(type(codec))
-    if scalar is not None:
+    if op in _SCALAR_OPS:
         default = codec.default
-        return _Op(scalar, slot, -1, optional, default is not None, default, lo, hi)
-    if isinstance(codec, NumericTensor):
-        op, code = (
-            (_FLOAT_ARRAY, "f") if dtype.kind is Kind.FLOAT else (_INT_ARRAY, _CODES[dtype.name])
-        )
-        dims = cast("tuple[int, ...]", shape if count >= 0 else shape[1:])
+        return _Op(op, slot, -1, optional, default is not None, default, lo, hi)
+    if op in _LIST_OPS:
+        return _Op(op, slot, optional=optional, values=count)
+    if op is PlanOp.RAW:
+        companion = _slot(keys, codec.companion_keys[0]) if codec.companion_keys else -1
         return _Op(
             op,
             slot,
-            optional=optional,
-            lo=lo,
-            hi=hi,
-            code=ord(code),
-            values=count,
-            shape=dims,
-            dtype=dtype.numpy,
-        )
-    if isinstance(codec, TextList | BytesList) and len(shape) == 1:
-        op = _TEXT_LIST if isinstance(codec, TextList) else _BYTES_LIST
-        return _Op(op, slot, optional=optional, values=count)
-    if isinstance(codec, RawTensor):
-        companion = _slot(keys, codec.companion_keys[0]) if codec.companion_keys else -1
-        return _Op(
-            _RAW,
-            slot,
             companion,
             optional,
-            code=ord("?" if dtype.kind is Kind.BOOL else "x"),
+            code=ord(element_code(dtype) if dtype.kind is Kind.BOOL else RAW_ELEMENT),
             itemsize=dtype.numpy.itemsize,
             values=count,
             shape=tuple(-1 if d is None else d for d in shape),
             dtype=dtype.numpy,
         )
-    return None
-
-
-_SCALARS: dict[type[Codec[Any]], int] = {
-    IntScalar: _INT,
-    BoolScalar: _BOOL,
-    FloatScalar: _FLOAT,
-    TextScalar: _TEXT,
-    BytesScalar: _BYTES,
-}
-"""The plan operation of each scalar codec class."""
+    dims = cast("tuple[int, ...]", shape if count >= 0 else shape[1:])
+    return _Op(
+        op,
+        slot,
+        optional=optional,
+        lo=lo,
+        hi=hi,
+        code=ord(element_code(dtype)),
+        values=count,
+        shape=dims,
+        dtype=dtype.numpy,
+    )

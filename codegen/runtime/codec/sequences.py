@@ -31,6 +31,7 @@ import numpy.typing as npt
 from codegen.dtypes import DType, Kind
 from codegen.errors import RecordError, TfrGenError
 from codegen.runtime import accel
+from codegen.runtime.codec.equality import values_equal
 from codegen.runtime.codec.features import (
     _ITEM_HEADS,
     _LIST_NAMES,
@@ -254,6 +255,10 @@ class SequenceCodec(abc.ABC, Generic[T]):
     def info(self) -> FeatureInfo:
         """The TensorFlow-free description of this feature list."""
         return self._info
+
+    def equal(self, a: T, b: T) -> bool:
+        """Whether two values of this feature list are equal (as record equality compares them)."""
+        return values_equal(a, b)
 
     def __repr__(self) -> str:
         return (

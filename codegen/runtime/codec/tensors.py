@@ -90,9 +90,6 @@ class RawTensor(Codec[npt.NDArray[S]]):
     def _check_shape(self) -> None:
         check_dims(self._where, self.shape, -1, "")
 
-    def _companion_keys(self) -> tuple[str, ...]:
-        return () if None not in self.shape else (f"{self.key}/shape",)
-
     def _setup(self) -> None:
         self._rules = ArrayRules(self.dtype, self.shape)
         self._np = cast("np.dtype[S]", self.dtype.numpy)
@@ -290,9 +287,6 @@ class _Ragged(Codec[list[Any]]):
                 f"dimensions, got {self.shape}"
             )
         check_dims(self._where, self.shape, nulls, " (None dimensions must all lead)")
-
-    def _companion_keys(self) -> tuple[str, ...]:
-        return tuple(f"{self.key}/row_lengths_{d}" for d in range(1, self.shape.count(None)))
 
     def _setup(self) -> None:
         self._nulls = self.shape.count(None)

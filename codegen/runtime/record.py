@@ -1,0 +1,443 @@
+"""The base classes generated record and batch classes inherit from.
+
+A generated module declares, per record, its feature codecs, a record class (its attributes, its constructor, and
+the two methods whose code depends on its features: ``encode`` and ``decode``) and a batch class (its columns).
+Everything the same for every record lives here, typed generically so that each classmethod's result is as precise
+as the record's own: ``Customer.read_tfrecord(path)`` is an ``Iterator[Customer]``, ``Customer.decode_batch(data)`` a
+``CustomerBatch``, ``Customer.dataset(files, batch_size=1024)`` a ``Dataset[CustomerBatch]``.
+
+What a base class needs of its record is :class:`RecordMeta`, the class attribute ``__tfr__`` the generated record
+class sets in its body (its batch class points at the same object)::
+
+    class Customer(_rt.ExampleRecord["CustomerBatch", "CustomerTensors"]):
+        __slots__ = ("age", ...)
+        __tfr__ = _rt.RecordMeta(SCHEMA, "Customer", (_Customer_age, ...))
+        age: int
+        ...
+
+    @_dc.dataclass(frozen=True, eq=False)
+    class CustomerBatch(_rt.Batch[Customer]):
+        __tfr__ = Customer.__tfr__
+        age: _npt.NDArray[_np.int64]
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Self, TypeVar, Unpack, cast, overload
+
+from codegen.errors import RecordError, TfrGenError
+from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.codec.features import Codec
+from codegen.runtime.codec.info import FeatureSpec
+from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
+from codegen.runtime.codec.sequences import SequenceCodec
+from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, record_dataset
+from codegen.runtime.data.manifest import Manifest, load_manifest
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.shards import read_dataset, write_dataset
+from codegen.runtime.io.compression import Compression, CompressionArg
+from codegen.runtime.io.files import PathLike
+from codegen.runtime.io.indexed import IndexedRecords
+from codegen.runtime.io.reader import read_decoded
+from codegen.runtime.io.skips import OnError, SkippedSpan
+from codegen.runtime.io.writer import write_tfrecord
+from codegen.runtime.tf import proto
+from codegen.runtime.tf.parse import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
+from codegen.runtime.tf.proto import ProtoMessage, message_bytes
+
+__all__ = ["Batch", "ExampleRecord", "Record", "RecordMeta", "Schema", "SequenceRecord"]
+
+B = TypeVar("B", bound="Batch[Any]")
+P = TypeVar("P")
+R = TypeVar("R", bound="Record[Any, Any]")
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """The schema a generated module was made from: its module name, ``version``, fingerprint (sha256 of the
+    canonical form; formatting and comments do not change it) and canonical form (compact JSON), which data written
+    with the module names so that readers can check it."""
+
+    module: str
+    version: int
+    fingerprint: str
+    canonical: str
+
+
+class RecordMeta:
+    """What the base classes know of one generated record class: its schema, name and codecs.
+
+    ``features`` are the codecs of a ``tf.train.Example``'s features, or of a ``SequenceExample``'s context with
+    ``sequence`` its feature lists (``None`` for an Example), each in schema order; attribute values go in that
+    order. ``decode`` is the record's decoder (serialized bytes -> the tuple of its values). The record and batch
+    classes bind themselves when they are defined.
+    """
+
+    __slots__ = (
+        "schema",
+        "name",
+        "features",
+        "sequence",
+        "names",
+        "decode",
+        "info",
+        "record",
+        "batch",
+        "_batch_codec",
+    )
+
+    def __init__(
+        self,
+        schema: Schema,
+        name: str,
+        features: Sequence[Codec[Any]],
+        sequence: Sequence[SequenceCodec[Any]] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.name = name
+        self.features = tuple(features)
+        self.sequence = None if sequence is None else tuple(sequence)
+        codecs: tuple[Codec[Any] | SequenceCodec[Any], ...] = (
+            *self.features,
+            *(self.sequence or ()),
+        )
+        self.names = tuple(c.name for c in codecs)
+        self.decode: ExampleDecoder = example_decoder(name, self.features, self.sequence)
+        self.info = SchemaInfo(
+            schema.module, name, schema.version, schema.fingerprint, schema.canonical
+        )
+        self.record: type[Record[Any, Any]] | None = None
+        self.batch: type[Batch[Any]] | None = None
+        self._batch_codec: BatchCodec | None = None
+
+    @property
+    def batch_codec(self) -> BatchCodec:
+        """The columnar decoder of the record (built on first use)."""
+        if self._batch_codec is None:
+            self._batch_codec = BatchCodec(
+                self.name, self.features, self.sequence, decoder=self.decode
+            )
+        return self._batch_codec
+
+    @property
+    def codecs(self) -> tuple[Codec[Any] | SequenceCodec[Any], ...]:
+        """Every attribute's codec, in attribute order."""
+        return (*self.features, *(self.sequence or ()))
+
+    def batch_class(self) -> type[Batch[Any]]:
+        """The record's batch class."""
+        if self.batch is None:
+            raise TfrGenError(f"{self.name} has no batch class: its generated module is incomplete")
+        return self.batch
+
+    def record_class(self) -> type[Record[Any, Any]]:
+        """The record class."""
+        if self.record is None:
+            raise TfrGenError(f"{self.name}: no record class is bound to this metadata")
+        return self.record
+
+    def __repr__(self) -> str:
+        return f"RecordMeta({self.schema.module}.{self.name})"
+
+
+class Record(Generic[B, P]):
+    """The base of every generated record class; ``B`` is its batch class, ``P`` the ``TypedDict`` of
+    :meth:`tf_parse`'s result.
+
+    A subclass sets ``__tfr__`` and defines ``__slots__``, ``__init__``, :meth:`encode` and :meth:`decode`.
+    """
+
+    __slots__ = ()
+    __tfr__: ClassVar[RecordMeta]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        meta = cls.__dict__.get("__tfr__")
+        if isinstance(meta, RecordMeta):
+            meta.record = cls
+
+    def encode(self) -> bytes:
+        """Serialize to ``tf.train.Example`` (or ``SequenceExample``) bytes, deterministically: map entries sorted
+        by key, byte-identical to protobuf's deterministic serialization."""
+        raise NotImplementedError
+
+    @classmethod
+    def decode(cls, data: bytes) -> Self:
+        """Parse serialized bytes with TensorFlow's rules for missing and malformed features
+        (:class:`~codegen.errors.RecordError` names the feature and what was wrong)."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        record = type(self).__tfr__.record_class()
+        if not isinstance(other, record):
+            return NotImplemented
+        return all(
+            codec.equal(getattr(self, codec.name), getattr(other, codec.name))
+            for codec in self.__tfr__.codecs
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    @classmethod
+    def _from_values(cls, values: Sequence[Any]) -> Self:
+        """A record holding ``values`` (attribute order) as they are, without coercion."""
+        record = object.__new__(cls)
+        for name, value in zip(cls.__tfr__.names, values, strict=True):
+            setattr(record, name, value)
+        return record
+
+    @classmethod
+    def feature_spec(cls) -> FeatureSpec:
+        """What this record stores, per feature: key, dtype, wire list, shape, default. No TensorFlow needed."""
+        meta = cls.__tfr__
+        return FeatureSpec(meta.name, tuple(c.info() for c in meta.codecs))
+
+    @classmethod
+    def from_proto(cls, message: ProtoMessage) -> Self:
+        """From a ``tensorflow.Example`` (``SequenceExample``) message: TensorFlow's class, or ``to_proto()``'s."""
+        kind = "SequenceExample" if cls.__tfr__.sequence is not None else "Example"
+        return cls.decode(message_bytes(message, f"tensorflow.{kind}"))
+
+    def to_proto(self) -> Any:
+        """This record as a ``tensorflow.Example`` (``SequenceExample``) message of tfr-gen's own message class;
+        ``tf.train.Example.FromString(record.to_proto().SerializeToString())`` gives TensorFlow's class."""
+        message = proto.SequenceExample if self.__tfr__.sequence is not None else proto.Example
+        return message.FromString(self.encode())
+
+    @classmethod
+    def tf_parse(cls, serialized: Any) -> P:
+        """Parse a scalar or 1-D string tensor of serialized records with TensorFlow: one tensor per attribute, in
+        the declared dtypes and shapes. For features with a ``null`` dimension, batch before parsing
+        (``dataset.batch(n).map(Record.tf_parse)``): ragged tensors cannot be batched after."""
+        meta = cls.__tfr__
+        if meta.sequence is None:
+            return cast("P", tf_parse_example(serialized, meta.features))
+        return cast("P", tf_parse_sequence_example(serialized, meta.features, meta.sequence))
+
+    @classmethod
+    def _encoded(cls, records: Iterable[Self], what: str) -> Iterator[bytes]:
+        """The bytes of each record; :class:`RecordError` for an item that is not a ``cls`` record."""
+        for index, record in enumerate(records):
+            if not isinstance(record, cls):
+                raise RecordError(
+                    f"{cls.__name__}.{what}: item {index} is {type(record).__name__}"
+                    f" {_short(record)}, not a {cls.__name__} record"
+                )
+            yield record.encode()
+
+    @classmethod
+    def write_tfrecord(
+        cls, path: PathLike, records: Iterable[Self], *, compression: CompressionArg = None
+    ) -> int:
+        """Write records to a TFRecord file (atomically); returns how many were written."""
+        return write_tfrecord(
+            path, cls._encoded(records, "write_tfrecord"), compression=compression
+        )
+
+    @classmethod
+    def read_tfrecord(
+        cls,
+        path: PathLike,
+        *,
+        compression: CompressionArg = None,
+        on_error: OnError = "raise",
+        on_skip: Callable[[SkippedSpan], None] | None = None,
+    ) -> Iterator[Self]:
+        """Read and decode every record of a TFRecord file, checking both CRCs of each.
+
+        ``on_error="skip"`` skips corrupt stretches and records that do not decode (reported to ``on_skip``, logged
+        as warnings without it) instead of raising :class:`~codegen.errors.DataError`.
+        """
+        return read_decoded(
+            path, cls.decode, compression=compression, on_error=on_error, on_skip=on_skip
+        )
+
+    @classmethod
+    def write_dataset(
+        cls,
+        directory: PathLike,
+        records: Iterable[Self],
+        *,
+        shards: int | None = None,
+        max_records_per_shard: int | None = None,
+        compression: Compression = "gzip",
+        prefix: str | None = None,
+        overwrite: bool = False,
+    ) -> Manifest:
+        """Write records as shards ``<prefix>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema."""
+        return write_dataset(
+            directory,
+            cls._encoded(records, "write_dataset"),
+            schema=cls.__tfr__.info,
+            shards=shards,
+            max_records_per_shard=max_records_per_shard,
+            compression=compression,
+            prefix=prefix,
+            overwrite=overwrite,
+        )
+
+    @classmethod
+    def read_dataset(
+        cls,
+        directory: PathLike,
+        *,
+        check_schema: bool = True,
+        prefix: str | None = None,
+        on_error: OnError = "raise",
+        on_skip: Callable[[SkippedSpan], None] | None = None,
+    ) -> Iterator[Self]:
+        """Read every shard of a dataset in order; refuse data whose schema this record cannot read.
+
+        ``on_error="skip"`` reads what it can of damaged shards and hands every corrupt stretch, unreadable shard
+        and record that does not decode to ``on_skip`` (logged as warnings without it) instead of raising.
+        """
+        return read_dataset(
+            directory,
+            cls.decode,
+            schema=cls.__tfr__.info,
+            check_schema=check_schema,
+            prefix=prefix,
+            on_error=on_error,
+            on_skip=on_skip,
+        )
+
+    @classmethod
+    def dataset_manifest(cls, directory: PathLike, *, prefix: str | None = None) -> Manifest:
+        """The dataset's manifest: schema, shards, record counts and sizes (no scanning)."""
+        return load_manifest(directory, prefix)
+
+    @classmethod
+    def indexed(cls, path: PathLike, *, index: PathLike | None = None) -> IndexedRecords[Self]:
+        """Random access to an uncompressed TFRecord file: ``len()`` and ``records[i]``, by its index
+        (``tfr-gen index``), or by a scan when it has none."""
+        return IndexedRecords(path, cls.decode, index=index)
+
+    @classmethod
+    def decode_batch(cls, data: Sequence[bytes]) -> B:
+        """Decode many serialized records at once into columns (same rules and errors as :meth:`decode`)."""
+        return cast("B", cls.__tfr__.batch_class().decode(data))
+
+    @overload
+    @classmethod
+    def dataset(
+        cls,
+        files: Files,
+        *,
+        batch_size: int,
+        drop_remainder: bool = False,
+        **options: Unpack[DatasetOptions],
+    ) -> Dataset[B]: ...
+
+    @overload
+    @classmethod
+    def dataset(
+        cls, files: Files, *, batch_size: None, **options: Unpack[DatasetOptions]
+    ) -> Dataset[Self]: ...
+
+    @classmethod
+    def dataset(
+        cls,
+        files: Files,
+        *,
+        batch_size: int | None,
+        drop_remainder: bool = False,
+        **options: Unpack[DatasetOptions],
+    ) -> Dataset[B] | Dataset[Self]:
+        """Read many TFRecord files (paths or a glob) as batches (or records with ``batch_size=None``):
+        interleaved, shuffled with a seed, and sharded across DataLoader workers and ranks so each record is read
+        once per epoch."""
+        return record_dataset(
+            files,
+            cls.decode,
+            cls.__tfr__.batch_class().decode,
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            **options,
+        )
+
+
+class ExampleRecord(Record[B, P]):
+    """The base of a generated record class that is a ``tf.train.Example``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def tf_feature_spec(cls) -> dict[str, Any]:
+        """The ``{key: tf.io.FixedLenFeature | tf.io.RaggedFeature}`` spec for ``tf.io.parse_example``."""
+        return tf_feature_spec(cls.__tfr__.features)
+
+
+class SequenceRecord(Record[B, P]):
+    """The base of a generated record class that is a ``tf.train.SequenceExample``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def tf_context_spec(cls) -> dict[str, Any]:
+        """The ``context_features`` spec for ``tf.io.parse_sequence_example``."""
+        return tf_feature_spec(cls.__tfr__.features)
+
+    @classmethod
+    def tf_sequence_spec(cls) -> dict[str, Any]:
+        """The ``sequence_features`` spec for ``tf.io.parse_sequence_example``."""
+        return tf_feature_spec(cls.__tfr__.sequence or ())
+
+
+class Batch(Generic[R]):
+    """The base of every generated batch class: a frozen dataclass of columns, one per attribute of record ``R``.
+
+    Fixed numeric shapes are arrays ``[B, *shape]`` of the declared dtype, strings and bytes lists; each ``null``
+    dimension is a level of :class:`~codegen.runtime.codec.columns.Ragged` (flat values plus row splits); an
+    optional feature is :class:`~codegen.runtime.codec.columns.Masked` (values plus a ``present`` mask).
+    """
+
+    __tfr__: ClassVar[RecordMeta]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        meta = cls.__dict__.get("__tfr__")
+        if isinstance(meta, RecordMeta):
+            meta.batch = cls
+
+    def __post_init__(self) -> None:
+        self.__tfr__.batch_codec.check(self.columns())
+
+    def __len__(self) -> int:
+        """The number of records."""
+        return len(getattr(self, self.__tfr__.names[0]))
+
+    def columns(self) -> tuple[Any, ...]:
+        """Every column, in attribute order."""
+        return tuple(getattr(self, name) for name in self.__tfr__.names)
+
+    @classmethod
+    def decode(cls, data: Sequence[bytes]) -> Self:
+        """Decode serialized records column by column: the values are those of the record's ``decode`` of each;
+        the first record that does not decode raises :class:`~codegen.errors.RecordError` naming its index."""
+        return cls(*cls.__tfr__.batch_codec.decode(data))
+
+    @classmethod
+    def from_records(cls, records: Iterable[R]) -> Self:
+        """The batch of ``records``, in order."""
+        names = cls.__tfr__.names
+        rows = [tuple(getattr(r, name) for name in names) for r in records]
+        return cls(*cls.__tfr__.batch_codec.columns(rows))
+
+    def records(self) -> list[R]:
+        """The records of the batch, in order (they share nothing with it)."""
+        record = cast("type[R]", self.__tfr__.record_class())
+        return [
+            record._from_values(values) for values in self.__tfr__.batch_codec.rows(self.columns())
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every column by attribute name: numpy arrays, lists, ``Ragged`` and ``Masked`` columns."""
+        return {name: getattr(self, name) for name in self.__tfr__.names}
+
+
+def _short(value: object) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 40 else text[:37] + "..."
