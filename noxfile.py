@@ -68,8 +68,11 @@ def tests_pure(session: nox.Session) -> None:
 
 @nox.session
 def regenerate(session: nox.Session) -> None:
-    """Regenerate generated/ from schemas/ (a test fails while it is stale)."""
+    """Regenerate generated/ from schemas/ and the C contract header from codegen/kinds.py (tests fail while
+    either is stale)."""
     session.run("tfr-gen", "schemas", "--out", "generated")
+    with open("codegen/_speedups/contract.h", "w", encoding="utf-8") as header:
+        session.run("python", "-m", "codegen.kinds", stdout=header)
 
 
 @nox.session
