@@ -226,4 +226,4 @@ def test_invalid_schemas_exit_2_with_their_diagnostics(tmp_path: Path) -> None:
     code, _, err = run("old.yaml", "absent.yaml", cwd=tmp_path)
     assert code == 2 and "absent.yaml:1:1: cannot read the schema file" in err
     code, _, err = run("old.yaml", cwd=tmp_path)
-    assert code == 2 and "expected OLD and NEW, got 1 argument(s)" in err
+    assert code == 2 and "tfr-gen diff: error: expected OLD and NEW, got 1 argument\n" in err

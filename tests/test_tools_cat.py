@@ -158,7 +158,7 @@ def test_undecodable_and_corrupt_records_stop_with_their_position(
     )
     assert (code, out) == (2, "")
     assert err == (
-        f"tfr-gen: error: {tutorial / 'digits.tfrecord'}: record 0 at byte offset 0: Customer.age"
+        f"tfr-gen cat: error: {tutorial / 'digits.tfrecord'}: record 0 at byte offset 0: Customer.age"
         " (key 'Age'): required feature is missing (expected int64_list with 1 value)\n"
     )
     records = [wire.example([]), b"\x0a\x05", wire.example([])]
@@ -166,7 +166,7 @@ def test_undecodable_and_corrupt_records_stop_with_their_position(
     code, out, err = run_cli("cat", "m.tfrecord", cwd=tmp_path)
     assert (code, out) == (2, "{}\n")
     assert err.startswith(
-        "tfr-gen: error: m.tfrecord: record 1 at byte offset 18: Example: length 5"
+        "tfr-gen cat: error: m.tfrecord: record 1 at byte offset 18: Example: length 5"
     )
     data = (tmp_path / "m.tfrecord").read_bytes()
     (tmp_path / "m.tfrecord").write_bytes(data[:-3])
@@ -179,11 +179,11 @@ def test_option_errors(tmp_path: Path) -> None:
     write_tfrecord(tmp_path / "e.tfrecord", [])
     assert run_cli("cat", "e.tfrecord", "--record", "X", cwd=tmp_path)[::2] == (
         2,
-        "tfr-gen cat: --record needs --schema\n",
+        "tfr-gen cat: error: --record needs --schema\n",
     )
     assert run_cli("cat", "e.tfrecord", "--skip", "-1", cwd=tmp_path)[::2] == (
         2,
-        "tfr-gen cat: --skip must not be negative, got -1\n",
+        "tfr-gen cat: error: --skip must not be negative, got -1\n",
     )
 
 
@@ -281,7 +281,7 @@ def test_on_error_raise_is_the_default_and_skip_is_quiet_on_good_files(
     assert expected == run_cli("cat", "g.tfrecord", "--on-error", "raise", cwd=tmp_path)
     assert expected[:2] == (2, "{}\n")
     assert expected[2].startswith(
-        f"tfr-gen: error: g.tfrecord: record 1 at byte offset {second}: corrupt length CRC"
+        f"tfr-gen cat: error: g.tfrecord: record 1 at byte offset {second}: corrupt length CRC"
     )
     assert run_cli("cat", "g.tfrecord", "--on-error", "ignore", cwd=tmp_path)[0] == 2
     assert "argument --on-error: invalid choice: 'ignore'" in capsys.readouterr().err

@@ -166,23 +166,23 @@ def test_globs_read_every_matching_file_and_corrupt_stretches_are_skipped(tmp_pa
     [
         (
             ["nothing-*.tfrecord"],
-            "tfr-gen: error: nothing-*.tfrecord: no such file, and no file matches it as a"
+            "tfr-gen infer: error: nothing-*.tfrecord: no such file, and no file matches it as a"
             " pattern\n",
         ),
         (
             ["mixed.tfrecord", "--name", "bad name"],
-            "tfr-gen infer: --name: record name 'bad name' must be CamelCase",
+            "tfr-gen infer: error: --name: record name 'bad name' must be CamelCase",
         ),
         (
             ["mixed.tfrecord", "-o", "my-schema.yaml"],
-            "tfr-gen infer: my-schema.yaml: the module name 'my-schema'",
+            "tfr-gen infer: error: my-schema.yaml: the module name 'my-schema'",
         ),
         (
             ["mixed.tfrecord"],
-            "tfr-gen: error: key 'x' holds 1 int64_list and 1 float_list features; a schema needs"
+            "tfr-gen infer: error: key 'x' holds 1 int64_list and 1 float_list features; a schema needs"
             " one list kind per key\n",
         ),
-        (["empty.tfrecord"], "tfr-gen infer: no readable records in empty.tfrecord\n"),
+        (["empty.tfrecord"], "tfr-gen infer: error: no readable records in empty.tfrecord\n"),
     ],
 )
 def test_errors_exit_2_with_a_clear_message(tmp_path: Path, args: list[str], message: str) -> None:
@@ -224,7 +224,7 @@ def test_interrupt_stops_cleanly_and_writes_nothing(
     monkeypatch.setattr(Observation, "add", add)
     code, out, err = run_cli("infer", "x.tfrecord", "-o", "x.yaml", cwd=tmp_path)
     assert (code, out) == (130, "")
-    assert err == "tfr-gen infer: interrupted after 3 records of 1 of 1 files; no schema written\n"
+    assert err == "tfr-gen infer: interrupted after 3 records of 1 of 1 file; no schema written\n"
     assert not (tmp_path / "x.yaml").exists()
 
 

@@ -98,7 +98,7 @@ def test_files_of_generated_classes_with_damage_nan_and_absent_keys(tmp_path: Pa
     code, out, err = run_cli("stats", "*.tfrecord*", cwd=tmp_path)
     assert (code, out) == (2, "")
     assert err.startswith(
-        f"tfr-gen: error: a.tfrecord: record 1 at byte offset {frames[1]}: corrupt data CRC of a"
+        f"tfr-gen stats: error: a.tfrecord: record 1 at byte offset {frames[1]}: corrupt data CRC of a"
     )
     _, out, _ = run_cli(
         "stats", "*.tfrecord*", "--format", "json", "--on-error", "skip", cwd=tmp_path
@@ -149,7 +149,7 @@ def test_a_truncated_gzip_file_is_read_up_to_its_end_with_skip(tmp_path: Path) -
     code, out, err = run_cli("stats", "t.tfrecord.gz", "--format", "json", cwd=tmp_path)
     assert (code, out) == (2, "")
     assert err == (
-        f"tfr-gen: error: t.tfrecord.gz: record {whole} at byte offset {at}: truncated gzip"
+        f"tfr-gen stats: error: t.tfrecord.gz: record {whole} at byte offset {at}: truncated gzip"
         " stream: the file ends inside compressed data (in the uncompressed gzip stream)\n"
     )
     code, out, err = run_cli(

@@ -1,8 +1,10 @@
 """The ``tfr-gen`` command line.
 
-``tfr-gen SCHEMA...`` is short for ``tfr-gen generate SCHEMA...``. Exit codes: 0 ok, 1 something was found (stale
-generated files, breaking schema changes, invalid data), 2 errors (invalid schemas, bad arguments, unreadable files).
-Errors are printed as ``path:line:col: message`` or ``file: record N at byte offset M: ...``, never as a traceback.
+``tfr-gen SCHEMA...`` is short for ``tfr-gen generate SCHEMA...``. Exit codes: 0 ok,
+1 something was found (stale generated files, breaking schema changes, invalid data), 2 errors
+(invalid schemas, bad arguments, unreadable files), 130 interrupted. Errors are printed as
+``tfr-gen CMD: error: ...`` with ``path:line:col: message`` or
+``file: record N at byte offset M: ...``, never as a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import NoReturn, TextIO
 from codegen import __version__
 from codegen.cli.commands import COMMANDS
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED
+from codegen.cli.commands.messages import Messages, prefix
 from codegen.errors import TfrGenError
 
 
@@ -70,29 +73,32 @@ def main(
     """Run the command line; returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    names = {command.NAME for command in COMMANDS}
-    if arguments and arguments[0] not in names and not arguments[0].startswith("-"):
-        arguments.insert(0, "generate")
-    parser = _parser()
+    command_name: str | None = None
     try:
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        names = {command.NAME for command in COMMANDS}
+        if arguments and arguments[0] not in names and not arguments[0].startswith("-"):
+            arguments.insert(0, "generate")
+        parser = _parser()
         args = parser.parse_args(arguments)
         if args.command is None:
             parser.print_help(err)
             return EXIT_ERROR
+        command_name = args.command
         command = next(c for c in COMMANDS if c.NAME == args.command)
         code: int = command.run(args, out, err)
         return code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     except TfrGenError as exc:
-        print(f"tfr-gen: error: {exc}", file=err)
+        Messages(command_name, err).error(str(exc))
         return EXIT_ERROR
     except OSError as exc:
-        print(f"tfr-gen: error: {exc.filename or ''}: {exc.strerror or exc}", file=err)
+        where = f"{exc.filename}: " if exc.filename else ""
+        Messages(command_name, err).error(f"{where}{exc.strerror or exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("tfr-gen: interrupted", file=err)
+        print(f"{prefix(command_name)}: interrupted", file=err)
         return EXIT_INTERRUPTED
 
 

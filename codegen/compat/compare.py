@@ -394,8 +394,8 @@ class _FeatureDiff:
                 ChangeKind.ENCODING_CHANGED,
                 _BREAKING,
                 f"encoding of {new['name']!r} changed from {old.get('encoding')!r} to"
-                f" {new.get('encoding')!r}: values travel in a {rules.list_kind(new)} instead of a"
-                f" {rules.list_kind(old)}, which readers of the other kind reject",
+                f" {new.get('encoding')!r}: values travel in {rules.a_list_kind(new)} instead of"
+                f" {rules.a_list_kind(old)}, which readers of the other kind reject",
             )
         if old["dtype"] != new["dtype"]:
             self.dtype()
@@ -428,8 +428,8 @@ class _FeatureDiff:
                 f"{self.path}.dtype",
                 ChangeKind.DTYPE_KIND_CHANGED,
                 _BREAKING,
-                f"{change}: values travel in a {rules.list_kind(new)} instead of a"
-                f" {rules.list_kind(old)}, which readers of the other kind reject",
+                f"{change}: values travel in {rules.a_list_kind(new)} instead of"
+                f" {rules.a_list_kind(old)}, which readers of the other kind reject",
             )
             return
         backward, forward = rules.values_fit(old, new), rules.values_fit(new, old)

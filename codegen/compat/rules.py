@@ -41,6 +41,12 @@ def list_kind(feature: Feature) -> str:
     return dtype.wire.list_name if dtype is not None else f"dtype {feature['dtype']}"
 
 
+def a_list_kind(feature: Feature) -> str:
+    """:func:`list_kind` with its article: ``an int64_list``, ``a float_list``."""
+    kind = list_kind(feature)
+    return f"{'an' if kind[:1] in ('a', 'e', 'i', 'o', 'u') else 'a'} {kind}"
+
+
 def values_fit(writer: Feature, reader: Feature) -> bool:
     """Whether the reader's dtype accepts every value the writer's dtype can hold."""
     if writer["dtype"] == reader["dtype"]:

@@ -21,6 +21,7 @@ from codegen.runtime.io.skips import SkippedSpan
 from codegen.tools.dynamic import DynamicRecord
 from codegen.tools.scan import Scanner
 from codegen.tools.values import Json
+from codegen.tools.wording import plural
 
 __all__ = [
     "KINDS",
@@ -251,20 +252,23 @@ class Validation:
         return self.problems == 0
 
     def summary(self) -> str:
-        """One line: ``4 records in 1 file: 3 problems in 2 records``."""
-        text = f"{_count(self.records, 'record')} in {_count(self.files, 'file')}: "
-        if self.clean:
-            text += "no problems"
-        else:
-            text += f"{_count(self.problems, 'problem')} in {_count(self.bad_records, 'record')}"
+        """One line: ``4 records in 1 file: 3 problems in 2 records``; unreadable stretches are
+        counted apart (``1 unreadable stretch skipped (312 bytes)``)."""
+        found = []
+        in_records = self.problems - self.skipped_spans
+        if in_records:
+            found.append(f"{plural(in_records, 'problem')} in {plural(self.bad_records, 'record')}")
         if self.skipped_spans:
-            stretches = _count(self.skipped_spans, "unreadable stretch", "unreadable stretches")
-            text += f"; {stretches} skipped ({_count(self.skipped_bytes, 'byte')})"
+            stretches = plural(self.skipped_spans, "unreadable stretch", "unreadable stretches")
+            found.append(f"{stretches} skipped ({plural(self.skipped_bytes, 'byte')})")
         if self.stopped:
-            text += f"; stopped after {_count(self.problems, 'problem')} (--max-errors)"
+            found.append(f"stopped after {plural(self.problems, 'problem')} (--max-errors)")
         if self.interrupted:
-            text += "; interrupted"
-        return text
+            found.append("interrupted")
+        if not in_records and not self.skipped_spans:
+            found.insert(0, "no problems")
+        head = f"{plural(self.records, 'record')} in {plural(self.files, 'file')}"
+        return f"{head}: {'; '.join(found)}"
 
     def as_json(self) -> dict[str, Json]:
         """The counts as a JSON object."""
@@ -278,10 +282,6 @@ class Validation:
             "stopped": self.stopped,
             "interrupted": self.interrupted,
         }
-
-
-def _count(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 class _Stop(Exception):

@@ -11,6 +11,7 @@ import json
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
+from codegen.cli.commands.messages import Messages
 from codegen.cli.commands.validate import positive
 from codegen.errors import DataError, RecordError
 from codegen.runtime.io.framing import FRAMING
@@ -105,11 +106,12 @@ def _render(
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
     if args.record and not args.schema:
-        print("tfr-gen cat: --record needs --schema", file=err)
+        say.error("--record needs --schema")
         return EXIT_ERROR
     if args.skip < 0:
-        print(f"tfr-gen cat: --skip must not be negative, got {args.skip}", file=err)
+        say.error(f"--skip must not be negative, got {args.skip}")
         return EXIT_ERROR
     record: DynamicRecord | None = load_record(args.schema, args.record) if args.schema else None
     as_json = args.format == "json" or (args.format is None and not out.isatty())
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     def report_span(span: SkippedSpan, index: int) -> None:
         skipped(span)
-        print(f"tfr-gen cat: warning: {span_problem(span, index).text()}", file=err)
+        say.warning(span_problem(span, index).text())
 
     skip = args.on_error == "skip"
     scanner = Scanner([args.file], on_skip=report_span if skip else None, on_error=args.on_error)
@@ -136,14 +138,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 ) from None
             length = len(item.data) + FRAMING
             skipped(SkippedRecord(item.path, item.offset, length, str(exc), item.index))
-            print(
-                f"tfr-gen cat: warning: {item.path}: record {item.index} at byte offset"
-                f" {item.offset}: skipped a record that does not decode: {exc}",
-                file=err,
+            say.warning(
+                f"{item.path}: record {item.index} at byte offset {item.offset}:"
+                f" skipped a record that does not decode: {exc}"
             )
             continue
         print(line, file=out)
         printed += 1
     if skipped:
-        print(f"tfr-gen cat: skipped {skipped}", file=err)
+        say.summary(f"skipped {skipped}")
     return EXIT_OK

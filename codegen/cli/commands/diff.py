@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_FOUND, EXIT_OK
+from codegen.cli.commands.messages import Messages, plural
 from codegen.compat import (
     Change,
     ChangeKind,
@@ -218,7 +219,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     mode = Mode(args.mode)
     inputs: list[str] = args.inputs
     if args.against is None and len(inputs) != 2:
-        print(f"tfr-gen diff: expected OLD and NEW, got {len(inputs)} argument(s)", file=err)
+        Messages(NAME, err).error(f"expected OLD and NEW, got {plural(len(inputs), 'argument')}")
         return EXIT_ERROR
     if args.against is None:
         try:
@@ -230,7 +231,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if errors:
         for diagnostic in errors:
             print(diagnostic, file=err)
-        print(f"tfr-gen diff: {len(errors)} error(s) in the schemas", file=err)
+        Messages(NAME, err).summary(f"{plural(len(errors), 'error')} in the schemas")
         return EXIT_ERROR
     ok = all(d.ok(mode) for d in diffs)
     if args.format == "json":

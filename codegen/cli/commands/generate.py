@@ -6,6 +6,7 @@ import argparse
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_FOUND, EXIT_OK
+from codegen.cli.commands.messages import Messages, plural
 from codegen.generator.api import display_path, generate
 
 NAME = "generate"
@@ -34,24 +35,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
     result = generate(args.schemas, out_dir=args.out, check=args.check)
     if not result.ok:
         for diagnostic in result.diagnostics:
             print(diagnostic, file=err)
-        print(f"tfr-gen: {len(result.diagnostics)} error(s); nothing was written", file=err)
+        say.summary(f"{plural(len(result.diagnostics), 'error')}; nothing was written")
         return EXIT_ERROR
     if args.check:
         for path in result.stale:
             print(f"stale: {display_path(path)}", file=out)
         if result.stale:
-            print(
-                f"tfr-gen: {len(result.stale)} generated file(s) out of date; run 'tfr-gen' to update",
-                file=err,
+            say.summary(
+                f"{plural(len(result.stale), 'generated file')} out of date; run 'tfr-gen' to update"
             )
             return EXIT_FOUND
-        print(f"tfr-gen: {len(result.unchanged)} generated file(s) up to date", file=out)
+        Messages(NAME, out).summary(f"{plural(len(result.unchanged), 'generated file')} up to date")
         return EXIT_OK
     for path in result.written:
         print(f"wrote {display_path(path)}", file=out)
-    print(f"tfr-gen: {len(result.written)} written, {len(result.unchanged)} unchanged", file=out)
+    Messages(NAME, out).summary(f"{len(result.written)} written, {len(result.unchanged)} unchanged")
     return EXIT_OK

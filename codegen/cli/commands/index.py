@@ -6,6 +6,7 @@ import argparse
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
+from codegen.cli.commands.messages import Messages, plural
 from codegen.errors import TfrGenError
 from codegen.runtime.io.indexed import INDEX_SUFFIX, write_index
 
@@ -18,21 +19,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
     failed = 0
     for path in args.files:
         try:
             info = write_index(path)
         except TfrGenError as exc:
-            print(f"tfr-gen index: error: {exc}", file=err)
+            say.error(str(exc))
             failed += 1
             continue
         except OSError as exc:
-            print(f"tfr-gen index: error: {path}: {exc.strerror or exc}", file=err)
+            say.error(f"{exc.filename or path}: {exc.strerror or exc}")
             failed += 1
             continue
         count = len(info.offsets)
         print(f"wrote {path}{INDEX_SUFFIX} ({count:,} record{'' if count == 1 else 's'})", file=out)
     if failed:
-        print(f"tfr-gen index: {failed} of {len(args.files)} files not indexed", file=err)
+        say.summary(f"{failed} of {plural(len(args.files), 'file')} not indexed")
         return EXIT_ERROR
     return EXIT_OK

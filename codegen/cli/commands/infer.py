@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from codegen.cli.commands.messages import Messages, plural
 from codegen.cli.commands.validate import positive
 from codegen.errors import RecordError
 from codegen.generator import naming
@@ -40,49 +41,46 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
     schema_path = Path(args.out) if args.out else Path(STDOUT_SCHEMA)
     problem = naming.module_name_problem(schema_path.stem, schema_path.suffix or ".yaml")
     if problem is not None:
-        print(f"tfr-gen infer: {schema_path}: {problem}", file=err)
+        say.error(f"{schema_path}: {problem}")
         return EXIT_ERROR
     paths = expand_inputs(args.files)
     name = args.name or record_name_for(paths[0])
     problem = naming.record_name_problem(name)
     if problem is not None:
-        print(f"tfr-gen infer: --name: {problem}", file=err)
+        say.error(f"--name: {problem}")
         return EXIT_ERROR
 
     def skipped(span: SkippedSpan, index: int) -> None:
-        scanner.clear_progress()
-        print(
-            f"tfr-gen infer: warning: {span.path}: record {index} at byte offset {span.offset}:"
-            f" {span.length} bytes skipped: {span.reason}",
-            file=err,
+        say.warning(
+            f"{span.path}: record {index} at byte offset {span.offset}:"
+            f" {span.length} bytes skipped: {span.reason}"
         )
 
     observation = Observation()
     scanner = Scanner(paths, on_skip=skipped, progress=err, label="infer", limit=args.limit)
+    say.before = scanner.clear_progress
     try:
         with scanner:
             for item in scanner:
                 try:
                     observation.add(item.data)
                 except RecordError as exc:
-                    scanner.clear_progress()
-                    print(
-                        f"tfr-gen infer: warning: {item.path}: record {item.index} at byte offset"
-                        f" {item.offset}: skipped a malformed record: {exc}",
-                        file=err,
+                    say.warning(
+                        f"{item.path}: record {item.index} at byte offset {item.offset}:"
+                        f" skipped a malformed record: {exc}"
                     )
     except KeyboardInterrupt:
-        print(
-            f"tfr-gen infer: interrupted after {observation.records:,} records of"
-            f" {scanner.files} of {len(paths)} files; no schema written",
-            file=err,
+        say.summary(
+            f"interrupted after {plural(observation.records, 'record')} of {scanner.files} of"
+            f" {plural(len(paths), 'file')}; no schema written"
         )
         return EXIT_INTERRUPTED
     if not observation.records:
-        print(f"tfr-gen infer: no readable records in {', '.join(paths)}", file=err)
+        say.error(f"no readable records in {', '.join(paths)}")
         return EXIT_ERROR
     record = infer_record(
         observation, name=name, doc=describe_sources(paths[: scanner.files], observation.records)
@@ -90,7 +88,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     text = schema_yaml(record)
     parse_schema(text, str(schema_path))  # the generator accepts what is written, or this raises
     for key, reason in record.left_out:
-        print(f"tfr-gen infer: warning: key {key!r} left out: {reason}", file=err)
+        say.warning(f"key {key!r} left out: {reason}")
     summary = (
         f"{record.name}: {len(record.features) + len(record.sequence)} features"
         f" from {observation.records:,} records"
@@ -100,5 +98,5 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"wrote {args.out} ({summary})", file=out)
     else:
         out.write(text)
-        print(f"tfr-gen infer: {summary}", file=err)
+        say.summary(summary)
     return EXIT_OK

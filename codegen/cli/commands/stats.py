@@ -11,6 +11,7 @@ import json
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_INTERRUPTED, EXIT_OK
+from codegen.cli.commands.messages import Messages
 from codegen.runtime.io.skips import SkipCounts, SkippedSpan
 from codegen.tools.scan import expand_inputs
 from codegen.tools.statistics import collect_stats, stats_json, stats_text
@@ -41,8 +42,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
+
     def report_span(span: SkippedSpan, index: int) -> None:
-        print(f"tfr-gen stats: warning: {span_problem(span, index).text()}", file=err)
+        say.warning(span_problem(span, index).text())
 
     stats = collect_stats(
         expand_inputs(args.files),
@@ -56,5 +59,5 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(stats_text(stats), file=out)
     skipped = SkipCounts(spans=stats.skipped_spans, bytes=stats.skipped_bytes)
     if skipped:
-        print(f"tfr-gen stats: skipped {skipped}", file=err)
+        say.summary(f"skipped {skipped}")
     return EXIT_INTERRUPTED if stats.interrupted else EXIT_OK
