@@ -1,5 +1,5 @@
-"""The command line as a new user meets it, run through the installed ``tfr-gen``: one message
-style, counting words."""
+"""The command line as a new user meets it, run through the installed ``tfr-gen``: mistyped commands,
+options before the schemas, one message style, counting words."""
 
 from __future__ import annotations
 
@@ -13,6 +13,48 @@ from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_mistyped_command_is_named_with_the_closest_command(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text((ROOT / "schemas" / "customer.yaml").read_text())
+    done = tfr_gen("valdate", "s.yaml", "c.tfrecord", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(
+        "tfr-gen: error: unknown command 'valdate' (did you mean 'validate'?)"
+    )
+    assert "Traceback" not in done.stderr
+    done = tfr_gen("frobnicate", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unknown command 'frobnicate'; the commands: generate, diff, infer" in done.stderr
+
+
+def test_a_first_word_that_is_a_schema_path_still_generates(tmp_path: Path) -> None:
+    # A file named like a command is a schema when it exists; a missing .yaml is the
+    # generator's to report (with its position), not an unknown command.
+    (tmp_path / "stats").mkdir()
+    (tmp_path / "stats" / "customer.yaml").write_text(
+        (ROOT / "schemas" / "customer.yaml").read_text()
+    )
+    done = tfr_gen("missing.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "missing.yaml:1:1: no such schema file or directory" in done.stderr
+    done = tfr_gen("stats/customer.yaml", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "customer.py").is_file()
+
+
+def test_options_may_come_before_the_schemas_of_the_default_command(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "customer.yaml").write_text(
+        (ROOT / "schemas" / "customer.yaml").read_text()
+    )
+    done = tfr_gen("--check", "schemas", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == "stale: generated/customer.py\n"
+    done = tfr_gen("-o", "out", "schemas", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert tfr_gen("--check", "--out", "out", "schemas", cwd=tmp_path).returncode == 0
+    assert tfr_gen("generate", "--check", "-o", "out", "schemas", cwd=tmp_path).returncode == 0
 
 
 def test_every_command_says_errors_and_warnings_in_one_style(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """The ``tfr-gen`` command line.
 
-``tfr-gen SCHEMA...`` is short for ``tfr-gen generate SCHEMA...``. Exit codes: 0 ok,
+``tfr-gen SCHEMA...`` is short for ``tfr-gen generate SCHEMA...`` (options may come first:
+``tfr-gen --check schemas``); a first word that is neither a command nor a path to a schema is a
+mistyped command (``unknown command 'valdate' (did you mean 'validate'?)``). Exit codes: 0 ok,
 1 something was found (stale generated files, breaking schema changes, invalid data), 2 errors
 (invalid schemas, bad arguments, unreadable files), 130 interrupted. Errors are printed as
 ``tfr-gen CMD: error: ...`` with ``path:line:col: message`` or
@@ -10,6 +12,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -20,6 +24,12 @@ from codegen.cli.commands import COMMANDS
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED
 from codegen.cli.commands.messages import Messages, prefix
 from codegen.errors import TfrGenError
+
+DEFAULT_COMMAND = "generate"
+_TOP_OPTIONS = frozenset({"-h", "--help", "--version"})
+_VALUE_OPTIONS = frozenset({"-o", "--out"})
+"""The default command's options that take a value (the value is not the first word)."""
+_SCHEMA_SUFFIXES = (".yaml", ".yml")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +77,60 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _first_word(arguments: Sequence[str]) -> int | None:
+    """The position of the first argument that is not an option (nor an option's value)."""
+    skip = False
+    for i, argument in enumerate(arguments):
+        if skip:
+            skip = False
+        elif argument in _VALUE_OPTIONS:
+            skip = True
+        elif argument == "--":
+            return i + 1 if i + 1 < len(arguments) else None
+        elif not argument.startswith("-") or argument == "-":
+            return i
+    return None
+
+
+def _looks_like_a_schema(word: str) -> bool:
+    """Whether ``word`` names a schema file or directory rather than a command: it exists, or it
+    has a schema suffix or a path separator (a missing schema is the generator's to report)."""
+    return (
+        os.path.exists(word)
+        or word.endswith(_SCHEMA_SUFFIXES)
+        or os.sep in word
+        or "/" in word
+        or any(char in word for char in "*?[")
+    )
+
+
+def resolve_command(arguments: Sequence[str]) -> list[str]:
+    """``arguments`` with the default command put first when none is named.
+
+    :class:`TfrGenError` for a first word that is neither a command nor a schema path.
+    """
+    names = [command.NAME for command in COMMANDS]
+    position = _first_word(arguments)
+    if position is None:
+        if any(a not in _TOP_OPTIONS for a in arguments):
+            return [DEFAULT_COMMAND, *arguments]  # options of generate without schemas
+        return list(arguments)
+    word = arguments[position]
+    if word in names:
+        if position == 0:
+            return list(arguments)
+        # Options before the command: they are the command's (argparse wants them after it).
+        return [word, *arguments[:position], *arguments[position + 1 :]]
+    if _looks_like_a_schema(word):
+        return [DEFAULT_COMMAND, *arguments]
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else f"; the commands: {', '.join(names)}"
+    raise TfrGenError(
+        f"unknown command {word!r}{hint}; a schema to generate from is an existing .yaml file"
+        " or directory"
+    )
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -75,10 +139,7 @@ def main(
     err = err or sys.stderr
     command_name: str | None = None
     try:
-        arguments = list(sys.argv[1:] if argv is None else argv)
-        names = {command.NAME for command in COMMANDS}
-        if arguments and arguments[0] not in names and not arguments[0].startswith("-"):
-            arguments.insert(0, "generate")
+        arguments = resolve_command(list(sys.argv[1:] if argv is None else argv))
         parser = _parser()
         args = parser.parse_args(arguments)
         if args.command is None:
