@@ -8,12 +8,12 @@ and each output file is replaced atomically.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.errors import Diagnostic, SchemaError
+from codegen.files import write_atomic
 from codegen.generator.load import load_schema
 from codegen.generator.render import render
 
@@ -105,18 +105,6 @@ def render_modules(
     return modules, problems
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def generate(
     inputs: Sequence[str | os.PathLike[str]],
     *,
@@ -141,6 +129,7 @@ def generate(
         elif check:
             result.stale.append(module.path)
         else:
-            _write_atomic(module.path, module.source)
+            module.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(module.path, module.source)
             result.written.append(module.path)
     return result

@@ -10,10 +10,10 @@ from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages, plural
 from codegen.cli.commands.validate import positive
 from codegen.errors import RecordError
+from codegen.files import check_output, write_atomic
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
 from codegen.runtime.io.skips import SkippedSpan
-from codegen.runtime.io.writer import write_atomic
 from codegen.tools.inference import describe_sources, infer_record, record_name_for, schema_yaml
 from codegen.tools.observe import Observation
 from codegen.tools.scan import Scanner, expand_inputs
@@ -47,6 +47,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if problem is not None:
         say.error(f"{schema_path}: {problem}")
         return EXIT_ERROR
+    if args.out:
+        check_output(schema_path)  # before the scan, which may take long
     paths = expand_inputs(args.files)
     name = args.name or record_name_for(paths[0])
     problem = naming.record_name_problem(name)

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.errors import DataError, RecordError, TfrGenError
+from codegen.files import check_output
 from codegen.runtime.io.compression import resolve_compression
 from codegen.runtime.io.files import PathLike, open_input
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
@@ -115,10 +116,13 @@ def index_bytes(info: IndexInfo) -> bytes:
 def write_index(path: PathLike, index: PathLike | None = None) -> IndexInfo:
     """Index the uncompressed TFRecord file at ``path`` into ``index`` (default ``path.index``).
 
-    The index file is replaced atomically. Errors as :func:`scan_offsets`.
+    The index file is replaced atomically, with the umask's permissions. Errors as
+    :func:`scan_offsets`, and an ``OSError`` naming the index when it cannot be written there
+    (checked before the file is read).
     """
     name = os.fspath(path)
     target = os.fspath(index) if index is not None else name + INDEX_SUFFIX
+    check_output(target)  # before the scan: an index that cannot be written is the error
     info = scan_offsets(name)
     write_atomic(target, index_bytes(info))
     return info

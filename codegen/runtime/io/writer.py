@@ -5,14 +5,13 @@ byte-compatible with TensorFlow's ``TFRecordWriter`` (:class:`TFRecordWriter`,
 Every file is written crash-safely: its bytes go to a hidden temporary file next to the target,
 which is synced to disk and renamed onto the target only when the writing finishes cleanly; on an
 error, or when the writer is dropped unfinished, the temporary file is deleted and the target is
-left as it was.
+left as it was. The temporary files, their permissions and the errors that name the target come
+from :mod:`codegen.files`, whose :func:`~codegen.files.write_atomic` this module exports.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import secrets
 import sys
 import weakref
 import zlib
@@ -21,6 +20,7 @@ from types import TracebackType
 from typing import BinaryIO, Protocol
 
 from codegen.errors import TfrGenError
+from codegen.files import create_temporary, fsync_directory, replace, write_atomic
 from codegen.runtime.io import framing
 from codegen.runtime.io.compression import (
     Compression,
@@ -43,20 +43,6 @@ _WRITEBACK_STEP = 1 << 20  # bytes written to a temporary file between starts of
 _START_WRITEBACK = sys.platform == "linux"  # where posix_fadvise(DONTNEED) starts writeback
 
 
-def fsync_directory(directory: str) -> None:
-    """Makes renames in ``directory`` durable (POSIX; tolerates filesystems that cannot)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
-
-
 def _discard(file: BinaryIO, temporary: str) -> None:
     """Closes and deletes an unfinished temporary file."""
     file.close()
@@ -69,7 +55,8 @@ def _discard(file: BinaryIO, temporary: str) -> None:
 class AtomicFile:
     """A file that appears at ``path`` whole or not at all.
 
-    Bytes go to a new temporary file in the same directory (``.<name>.<random>.tmp``).
+    Bytes go to a new temporary file in the same directory (``.<name>.<random>.tmp``, with the
+    umask's permissions; :func:`codegen.files.create_temporary`), and errors name ``path``.
     :meth:`commit` flushes it, syncs it to disk, atomically renames it onto ``path`` (replacing an
     existing file) and syncs the directory. :meth:`discard`, a ``with`` block that exits with an
     exception, or the object being garbage collected uncommitted deletes the temporary file, and
@@ -78,10 +65,11 @@ class AtomicFile:
     """
 
     def __init__(self, path: PathLike) -> None:
-        self.path = os.path.abspath(os.fspath(path))  # unaffected by later changes of directory
-        self.directory, name = os.path.split(self.path)
-        self.temporary = os.path.join(self.directory, f".{name}.{secrets.token_hex(6)}.tmp")
-        self._file: BinaryIO = open(self.temporary, "xb")
+        self.name = os.fspath(path)  # as the caller gave it: errors name it
+        self.path = os.path.abspath(self.name)  # unaffected by later changes of directory
+        self.directory = os.path.dirname(self.path)
+        self._file: BinaryIO
+        self._file, self.temporary = create_temporary(self.name)
         self._finalizer = weakref.finalize(self, _discard, self._file, self.temporary)
         self._written = 0  # bytes handed to the file
         self._flushing = 0  # bytes whose writeback to disk has been started
@@ -127,7 +115,7 @@ class AtomicFile:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
-            os.replace(self.temporary, self.path)
+            replace(self.temporary, self.path, name=self.name)
             self._finalizer.detach()
             fsync_directory(self.directory)
         except BaseException:
@@ -151,13 +139,6 @@ class AtomicFile:
             self.discard()
         else:
             self.commit()
-
-
-def write_atomic(path: PathLike, data: bytes | str) -> None:
-    """Replaces (or creates) the file at ``path`` with ``data`` (a ``str`` as UTF-8) through an
-    :class:`AtomicFile`."""
-    with AtomicFile(path) as file:
-        file.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 class _Sink(Protocol):
