@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pathlib
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import Diagnostic, SchemaError, TfrGenError
+from codegen.generator.api import generate
 from codegen.generator.load import load_schema, parse_schema
 from codegen.generator.schema.loader import MAX_BYTES
 
@@ -510,14 +512,43 @@ GOOD = "version: 1\nrecords: {A: {features: {a: {dtype: int64}}}}\n"
             "the module name 'codegen' (the schema file's name) would shadow the tfr-gen package;"
             " rename the file, e.g. to 'codegen_schema.yaml'",
         ),
+        (
+            "numpy.yaml",
+            "the module name 'numpy' (the schema file's name) would shadow the 'numpy' package,"
+            " which generated modules import; rename the file, e.g. to 'numpy_schema.yaml'",
+        ),
+        (
+            "tensorflow.yaml",
+            "the module name 'tensorflow' (the schema file's name) would shadow the 'tensorflow'"
+            " package, which generated modules import; rename the file, e.g. to"
+            " 'tensorflow_schema.yaml'",
+        ),
     ],
 )
-def test_module_name_comes_from_a_usable_file_name(path: str, message: str) -> None:
-    assert problems(GOOD, path) == [f"{path}:1:1: {message}"]
+def test_module_name_comes_from_a_usable_file_name(
+    path: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert generation_problems(GOOD, path, tmp_path, monkeypatch) == [f"{path}:1:1: {message}"]
+    parse_schema(GOOD, path)  # reading a schema applies no module-name rule
 
 
-def test_module_name_problem_is_reported_with_the_others() -> None:
-    assert problems("version: 0\nrecords: {A: {features: {a: {dtype: int64}}}}\n", "a-b.yaml") == [
+def generation_problems(
+    text: str, path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """The diagnostics of generating a module from the schema ``text`` in the file ``path``."""
+    monkeypatch.chdir(tmp_path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text)
+    result = generate([path], out_dir="out")
+    assert not Path("out").exists()
+    return [str(d) for d in result.diagnostics]
+
+
+def test_module_name_problem_is_reported_with_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "version: 0\nrecords: {A: {features: {a: {dtype: int64}}}}\n"
+    assert generation_problems(text, "a-b.yaml", tmp_path, monkeypatch) == [
         "a-b.yaml:1:1: the module name 'a-b' (the schema file's name) is not a Python identifier;"
         " rename the file, e.g. to 'a_b.yaml'",
         "a-b.yaml:1:10: 'version' must be at least 1, got 0",
@@ -717,3 +748,25 @@ def test_any_file_gives_a_schema_or_a_schema_error(
         load_schema(path)
     except SchemaError as exc:
         assert exc.diagnostics
+
+
+def test_every_package_the_generated_code_imports_is_a_refused_module_name() -> None:
+    import ast
+    import sys
+
+    from codegen.generator.naming import IMPORTED_PACKAGES
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sources = [*(root / "codegen").rglob("*.py"), *(root / "generated").glob("*.py")]
+    skip = {"cli", "tools", "generator"}  # not imported by generated code
+    sources = [p for p in sources if skip.isdisjoint(p.relative_to(root).parts)]
+    imported: set[str] = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    outside = imported - set(sys.stdlib_module_names)
+    assert "numpy" in outside and "google" in outside
+    assert outside <= IMPORTED_PACKAGES, outside - IMPORTED_PACKAGES

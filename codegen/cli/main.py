@@ -24,12 +24,12 @@ from codegen.cli.commands import COMMANDS
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED
 from codegen.cli.commands.messages import Messages, prefix
 from codegen.errors import TfrGenError
+from codegen.generator.api import SCHEMA_SUFFIXES
 
 DEFAULT_COMMAND = "generate"
 _TOP_OPTIONS = frozenset({"-h", "--help", "--version"})
 _VALUE_OPTIONS = frozenset({"-o", "--out"})
 """The default command's options that take a value (the value is not the first word)."""
-_SCHEMA_SUFFIXES = (".yaml", ".yml")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,7 +97,7 @@ def _looks_like_a_schema(word: str) -> bool:
     has a schema suffix or a path separator (a missing schema is the generator's to report)."""
     return (
         os.path.exists(word)
-        or word.endswith(_SCHEMA_SUFFIXES)
+        or word.endswith(SCHEMA_SUFFIXES)
         or os.sep in word
         or "/" in word
         or any(char in word for char in "*?[")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import pathlib
 import struct
 from typing import Any
 
@@ -128,11 +127,6 @@ class _Lowering:
         return Location(self.source, mark.line, mark.col)
 
     def run(self, module: str) -> SchemaIR:
-        problem = naming.module_name_problem(
-            module, pathlib.PurePath(self.source).suffix or ".yaml"
-        )
-        if problem is not None:
-            self.report(Mark(1, 1), problem)
         schema = self.validate()
         self.check_records()
         if self.diagnostics or schema is None:

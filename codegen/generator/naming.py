@@ -68,8 +68,23 @@ CLASS_SCOPE_BUILTINS = frozenset(
 """Builtins that a generated class body names in annotations and decorators; an attribute of the
 same name would shadow them there."""
 
-FORBIDDEN_MODULE_NAMES = frozenset({"codegen"}) | frozenset(sys.stdlib_module_names)
-"""Module names that would shadow this package or a standard-library module when imported."""
+IMPORTED_PACKAGES = frozenset(
+    {
+        "codegen",
+        "numpy",
+        "crc32c",
+        "google",
+        "tensorflow",
+        "torch",
+        "apache_beam",
+        "typing_extensions",
+    }
+)
+"""The packages beyond the standard library that generated modules and the runtime import (some lazily): a
+generated module of the same name would be imported in their place."""
+
+FORBIDDEN_MODULE_NAMES = IMPORTED_PACKAGES | frozenset(sys.stdlib_module_names)
+"""Module names that would shadow this package, a package it imports or a standard-library module when imported."""
 
 
 def record_name_problem(name: str) -> str | None:
@@ -111,24 +126,44 @@ def feature_name_problem(name: str) -> str | None:
     return None
 
 
+def _shadowing(stem: str) -> str | None:
+    """Why ``stem`` cannot name a generated module or package, or ``None``."""
+    if not stem.isidentifier():
+        return "is not a Python identifier"
+    if keyword.iskeyword(stem):
+        return "is a Python keyword"
+    if stem == "codegen":
+        return "would shadow the tfr-gen package"
+    if stem in IMPORTED_PACKAGES:
+        return f"would shadow the {stem!r} package, which generated modules import"
+    if stem in FORBIDDEN_MODULE_NAMES:
+        return "would shadow a standard-library module"
+    return None
+
+
 def module_name_problem(stem: str, suffix: str) -> str | None:
     """What is wrong with the file stem ``stem`` as a module name, or ``None``.
 
-    ``suffix`` is the file's extension, used in the suggested new file name.
+    ``suffix`` is the file's extension, used in the suggested new file name. The generator applies this rule (a
+    schema that is only read, as ``tfr-gen validate`` reads it, may have any file name).
     """
-    if not stem.isidentifier():
-        reason = "is not a Python identifier"
-    elif keyword.iskeyword(stem):
-        reason = "is a Python keyword"
-    elif stem in FORBIDDEN_MODULE_NAMES:
-        reason = "would shadow " + (
-            "the tfr-gen package" if stem == "codegen" else "a standard-library module"
-        )
-    else:
+    reason = _shadowing(stem)
+    if reason is None:
         return None
     return (
         f"the module name {stem!r} (the schema file's name) {reason};"
         f" rename the file, e.g. to {suggest_module_name(stem) + suffix!r}"
+    )
+
+
+def package_name_problem(name: str) -> str | None:
+    """What is wrong with the directory name ``name`` as the name of a package of generated modules, or ``None``."""
+    reason = _shadowing(name)
+    if reason is None:
+        return None
+    return (
+        f"the package name {name!r} (a directory of schemas) {reason};"
+        f" rename the directory, e.g. to {suggest_module_name(name)!r}"
     )
 
 
