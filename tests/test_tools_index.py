@@ -218,3 +218,24 @@ def test_any_file_reads_back_by_position(
         if records:
             i = draw.draw(st.integers(-len(records), len(records) - 1))
             assert reader[i] == records[i]
+
+
+def test_records_are_sliced_and_iterated_like_a_list(tmp_path: Path) -> None:
+    customer = generated("customer").Customer
+    customers = [
+        customer(
+            age=20 + i, movie=["m"], movie_ratings=[1.0], suggestion="s", suggestion_purchased=0.0
+        )
+        for i in range(20)
+    ]
+    customer.write_tfrecord(tmp_path / "c.tfrecord", customers)
+    with customer.indexed(tmp_path / "c.tfrecord") as records:
+        assert records[10:13] == customers[10:13]
+        assert records[-3:] == customers[-3:]
+        assert records[::7] == customers[::7]
+        assert records[13:10] == []
+        assert list(records) == customers
+        with pytest.raises(TypeError, match=r"an int or a slice \(records\[10:13\]\), not by str"):
+            records["3"]  # type: ignore[call-overload]
+    with IndexedReader(tmp_path / "c.tfrecord") as reader:
+        assert reader[1:3] == [c.encode() for c in customers[1:3]]

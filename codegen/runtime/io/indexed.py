@@ -21,6 +21,7 @@ cannot be reached without decompressing everything before them.
 
 from __future__ import annotations
 
+import operator
 import os
 import struct
 import threading
@@ -28,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Generic, SupportsIndex, TypeVar, overload
 
 import crc32c
 import numpy as np
@@ -154,6 +155,17 @@ def read_index(index: PathLike) -> IndexInfo:
     return IndexInfo(offsets, size, mtime_ns)
 
 
+def _position(i: SupportsIndex) -> int:
+    """A record index (any integer, as ``operator.index`` takes it); ``TypeError`` naming what
+    indexes records for anything else."""
+    try:
+        return operator.index(i)
+    except TypeError:
+        raise TypeError(
+            f"records are indexed by an int or a slice (records[10:13]), not by {type(i).__name__}"
+        ) from None
+
+
 def _when(mtime_ns: int) -> str:
     return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC).isoformat(timespec="seconds")
 
@@ -164,7 +176,8 @@ class IndexedReader:
     ``index`` names the index file to use; it must be valid and current (else
     :class:`TfrGenError`). Without it, ``path + ".index"`` is used when it is valid and current, and
     otherwise the offsets are found by reading the file once (``index_path`` is then ``None``).
-    ``reader[i]`` takes negative indexes and raises ``IndexError`` outside ``-len <= i < len``; a
+    ``reader[i]`` takes negative indexes and raises ``IndexError`` outside ``-len <= i < len``;
+    ``reader[i:j:k]`` is the list of those records, as slicing a list gives them; a
     record whose CRCs fail, or that the file no longer holds, raises
     :class:`~codegen.errors.DataError` naming the file, index and offset. Reads are safe from
     several threads. Close the reader (or use ``with``) to close the file.
@@ -220,7 +233,18 @@ class IndexedReader:
             raise IndexError(f"record index {i} out of range for {n} records in {self.path}")
         return int(self._offsets[j])
 
-    def __getitem__(self, i: int) -> bytes:
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self._read(j) for j in range(*i.indices(len(self._offsets)))]
+        return self._read(_position(i))
+
+    def _read(self, i: int) -> bytes:
         offset = self.offset(i)
         j = i + len(self._offsets) if i < 0 else i
         with self._lock:
@@ -281,7 +305,8 @@ class IndexedReader:
 
 class IndexedRecords(Generic[T]):
     """Decoded records of an uncompressed TFRecord file by position: ``len(records)``,
-    ``records[i]`` (``decode(reader[i])``).
+    ``records[i]`` (``decode(reader[i])``), ``records[i:j]`` (a list, as slicing a list gives it)
+    and iteration in file order.
 
     A record that does not decode raises :class:`~codegen.errors.DataError` naming the file, index
     and offset. ``index`` is as for :class:`IndexedReader`.
@@ -300,7 +325,18 @@ class IndexedRecords(Generic[T]):
     def __len__(self) -> int:
         return len(self.reader)
 
-    def __getitem__(self, i: int) -> T:
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._record(j) for j in range(*i.indices(len(self.reader)))]
+        return self._record(_position(i))
+
+    def _record(self, i: int) -> T:
         data = self.reader[i]
         try:
             return self._decode(data)
