@@ -560,3 +560,24 @@ def test_a_truncated_file_is_reported_with_its_file_position(
     error = info.value
     assert (error.path, error.index, error.offset) == (str(path), complete, sum(frames[:complete]))
     assert reason in str(error)
+
+
+def test_sequence_examples_read_by_an_example_record_get_a_hint() -> None:
+    sentence = generated_module("sentence").Sentence
+    digit = generated_module("mnist").Digit
+    data = sentence(length=2, tokens=np.array([1, 2]), labels=np.array([0, 1])).encode()
+    hint = (
+        " (the bytes are a tf.train.SequenceExample with the feature lists 'labels', 'tokens';"
+        " read them with a SequenceExample record: its schema has 'context:' and 'sequence:'"
+        " instead of 'features:')"
+    )
+    with pytest.raises(RecordError) as caught:
+        digit.decode(data)
+    assert str(caught.value).startswith("Digit.label (key 'label'): required feature is missing")
+    assert str(caught.value).endswith(hint)
+    with pytest.raises(RecordError) as batch:
+        digit.decode_batch([data])
+    assert str(batch.value).startswith("batch record 0: Digit.label") and hint in str(batch.value)
+    with pytest.raises(RecordError) as plain:  # an Example that lacks the feature: no hint
+        digit.decode(b"")
+    assert "SequenceExample" not in str(plain.value)

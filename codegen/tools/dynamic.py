@@ -18,6 +18,7 @@ from codegen.generator.ir import FeatureIR, RecordIR, SchemaIR
 from codegen.generator.load import load_schema
 from codegen.runtime.codec import registry
 from codegen.runtime.codec.features import NO_DEFAULT, Codec
+from codegen.runtime.codec.plan import example_decoder
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
 
 __all__ = ["DynamicRecord", "build_codec", "load_record", "select_record"]
@@ -59,6 +60,10 @@ class DynamicRecord:
         self.sequence_codecs: tuple[Any, ...] = tuple(
             build_codec(record, f) for f in record.sequence
         )
+        self.names = tuple(f.name for f in record.all_features)
+        self._decode = example_decoder(
+            record.name, self.codecs, self.sequence_codecs if self.is_sequence else None
+        )
 
     def parse(self, data: bytes) -> tuple[Features, FeatureLists]:
         """The features (or context) and feature lists of serialized record bytes."""
@@ -67,15 +72,13 @@ class DynamicRecord:
         return parse_example(data), {}
 
     def decode(self, data: bytes) -> dict[str, object]:
-        """Attribute -> value of serialized record bytes, as the generated ``decode`` reads them.
+        """Attribute -> value of serialized record bytes, as the generated ``decode`` reads them
+        (with the same decoder: the compiled plan when the accelerator has one).
 
         :class:`~codegen.errors.RecordError` for malformed bytes or the first feature that does not
         fit its declaration.
         """
-        features, lists = self.parse(data)
-        values = {codec.name: self.decode_feature(codec, features) for codec in self.codecs}
-        values.update((codec.name, codec.decode(lists)) for codec in self.sequence_codecs)
-        return values
+        return dict(zip(self.names, self._decode(data), strict=True))
 
     @staticmethod
     def decode_feature(codec: Codec[Any], features: Features) -> object:

@@ -32,7 +32,7 @@ from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
 
-__all__ = ["ExampleDecoder", "codec_decoder", "compile_plan", "example_decoder"]
+__all__ = ["ExampleDecoder", "codec_decoder", "compile_plan", "example_decoder", "sequence_hint"]
 
 ExampleDecoder = Callable[[bytes], tuple[Any, ...]]
 """Serialized ``tf.train.Example`` bytes to the tuple of a record's attribute values."""
@@ -96,7 +96,13 @@ def codec_decoder(
                 features = parse_example(data)
             except RecordError as exc:
                 raise RecordError(f"{record}: {exc}") from None
-            return tuple([read(features) for read in readers])
+            try:
+                return tuple([read(features) for read in readers])
+            except RecordError as exc:
+                hint = sequence_hint(data)
+                if hint:
+                    raise RecordError(f"{exc}{hint}") from None
+                raise
 
         return decode
     lists = tuple(c.decode for c in sequence_codecs)
@@ -120,6 +126,25 @@ def codec_decoder(
         return tuple(values)
 
     return decode_sequence
+
+
+def sequence_hint(data: bytes) -> str:
+    """For bytes an Example record does not decode: a hint when they are a ``SequenceExample``
+    with feature lists (read by the wrong kind of record), else ``""``. Only error paths call it."""
+    try:
+        _, lists = parse_sequence_example(data)
+    except RecordError:
+        return ""
+    if not lists:
+        return ""
+    keys = sorted(lists)
+    shown = ", ".join(repr(key.decode("utf-8", "replace")) for key in keys[:3])
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return (
+        f" (the bytes are a tf.train.SequenceExample with the feature lists {shown}{more}; read"
+        " them with a SequenceExample record: its schema has 'context:' and 'sequence:' instead"
+        " of 'features:')"
+    )
 
 
 def compile_plan(
