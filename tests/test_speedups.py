@@ -883,6 +883,67 @@ def test_scan_batch_reports_the_malformed_record(sp: accel.Speedups, records: li
     assert scan_c(sp, records, keys) == scan_reference(sp, records, keys)
 
 
+def found_reference(
+    records: Sequence[bytes], keys: tuple[bytes, ...]
+) -> tuple[dict[bytes, int], list[int]]:
+    """The unrequested keys (key -> first record) and irregular records of ``records``, record by
+    record with the pure-Python parser."""
+    unrequested: dict[bytes, int] = {}
+    irregular: list[int] = []
+    for index, record in enumerate(records):
+        features = wire.PURE_PYTHON.parse_example(record)
+        for key in features:
+            if key not in keys:
+                unrequested.setdefault(key, index)
+        if wire.has_other_fields(record):
+            irregular.append(index)
+    return unrequested, irregular
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(
+            scan_records(),
+            protobuf_examples(),
+            protobuf_sequence_examples(),
+            mutated(scan_records()),
+        ),
+        max_size=6,
+    ),
+    st.lists(st.sampled_from(SCAN_KEYS), max_size=3).map(tuple),
+)
+def test_scan_batch_finds_unrequested_keys_and_irregular_records(
+    sp: accel.Speedups, records: list[bytes], keys: tuple[bytes, ...]
+) -> None:
+    unrequested: dict[bytes, int] = {b"earlier": 7}
+    irregular: list[int] = []
+    done = outcome(lambda: sp.scan_batch(records, keys, (), unrequested, irregular))
+    assert done == scan_c(sp, records, keys)  # the columns and errors are unchanged
+    if done[0] != "ok":
+        return  # what was found before the malformed record is unspecified
+    expected_keys, expected_irregular = found_reference(records, keys)
+    assert unrequested == {b"earlier": 7, **expected_keys}
+    assert irregular == expected_irregular
+    python_keys: dict[bytes, int] = {b"earlier": 7}
+    python_irregular: list[int] = []
+    with scanner_off():
+        python = outcome(
+            lambda: batch.scan_keys(
+                records, keys, unrequested=python_keys, irregular=python_irregular
+            )
+        )
+    assert python[0] == "ok"
+    assert (python_keys, python_irregular) == (unrequested, irregular)
+
+
+def test_scan_batch_refuses_wrong_containers_for_what_it_finds(sp: accel.Speedups) -> None:
+    with pytest.raises(TypeError, match="unrequested must be a dict and irregular a list"):
+        sp.scan_batch([b""], (), (), [], None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unrequested must be a dict and irregular a list"):
+        sp.scan_batch([b""], (), (), None, {})  # type: ignore[arg-type]
+
+
 def test_scan_batch_columns(sp: accel.Speedups) -> None:
     features: dict[str, Spec] = {"i": (3, [1, 2]), "f": (2, [0.5]), "s": (1, [b"x"])}
     first = proto.Example(features=pb_features(features))

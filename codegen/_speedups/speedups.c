@@ -877,6 +877,7 @@ struct Sink {
     int keep_listed;
     PyObject *dict;      /* put_in_dict */
     struct Scan *scan;   /* put_in_scan */
+    int other_fields;    /* read_example sets it for a top-level field other than features (1) */
 };
 
 /*
@@ -1085,8 +1086,11 @@ read_example(const uint8_t *d, Py_ssize_t end, Sink *sink)
             return -1;
         }
         pos = f.end;
-        if (f.number == 1 && f.wire_type == WT_LEN
-            && read_features(d, f.start, f.end, "Example.features", sink) < 0) {
+        if (f.number != 1) {
+            sink->other_fields = 1; /* unknown to an Example (a SequenceExample's feature_lists) */
+        }
+        else if (f.wire_type == WT_LEN
+                 && read_features(d, f.start, f.end, "Example.features", sink) < 0) {
             return -1;
         }
     }
@@ -1260,7 +1264,7 @@ parse_example(PyObject *module, PyObject *data)
     if (input_open(data, &input) < 0) {
         return NULL;
     }
-    Sink sink = {put_in_dict, 1, PyDict_New(), NULL};
+    Sink sink = {put_in_dict, 1, PyDict_New(), NULL, 0};
     if (sink.dict != NULL && read_example(input.d, input.size, &sink) < 0) {
         Py_CLEAR(sink.dict);
     }
@@ -1279,7 +1283,7 @@ parse_sequence_example(PyObject *module, PyObject *data)
     const uint8_t *d = input.d;
     Py_ssize_t pos = 0, end = input.size;
     PyObject *result = NULL;
-    Sink sink = {put_in_dict, 0, PyDict_New(), NULL};
+    Sink sink = {put_in_dict, 0, PyDict_New(), NULL, 0};
     PyObject *lists = PyDict_New();
     Field f;
     if (sink.dict == NULL || lists == NULL) {
@@ -1501,6 +1505,8 @@ typedef struct Scan {
     Py_ssize_t others_count; /* entries of the current record */
     PyObject *owned;         /* a list holding the merged bodies the entries point to, or NULL */
     uint64_t record;         /* 1 + the number of the record being read */
+    PyObject *unrequested;   /* a dict: unrequested key -> first record with it; or NULL */
+    PyObject *irregular;     /* a list: records with top-level fields besides features; or NULL */
 } Scan;
 
 static size_t
@@ -1592,6 +1598,24 @@ hold_owner(Scan *scan, Feature *feature)
     return status;
 }
 
+/* Records the unrequested key key[0:size] of the current record in scan->unrequested (when
+ * asked), with the record's number unless an earlier record had it. -1 with an error set. */
+static int
+note_unrequested(Scan *scan, const uint8_t *key, Py_ssize_t size)
+{
+    if (scan->unrequested == NULL) {
+        return 0;
+    }
+    PyObject *name = PyBytes_FromStringAndSize((const char *)key, size);
+    PyObject *record = PyLong_FromUnsignedLongLong(scan->record - 1);
+    PyObject *kept = name == NULL || record == NULL
+                         ? NULL
+                         : PyDict_SetDefault(scan->unrequested, name, record); /* borrowed */
+    Py_XDECREF(name);
+    Py_XDECREF(record);
+    return kept == NULL ? -1 : 0;
+}
+
 /* A feature of a key that was not requested: its value is not needed, but when the key repeats,
  * the earlier entry is checked as parse_example checks it. */
 static int
@@ -1613,7 +1637,7 @@ put_other(Scan *scan, const Sink *sink, const uint8_t *d, Py_ssize_t key_start,
             other->record = scan->record;
             other->feature = *feature;
             scan->others_count++;
-            return 0;
+            return note_unrequested(scan, key, size);
         }
         if (other->size == size && memcmp(other->key, key, (size_t)size) == 0) {
             int keep = check_earlier(sink, d, key_start, key_end, &other->feature, feature, what);
@@ -1740,8 +1764,13 @@ scan_record(PyObject *record, Py_ssize_t index, Scan *scan, KeyColumns *keys, Py
     if (input_open(record, &input) < 0) {
         return -1;
     }
-    Sink sink = {put_in_scan, 1, NULL, scan};
+    Sink sink = {put_in_scan, 1, NULL, scan, 0};
     int status = read_example(input.d, input.size, &sink);
+    if (status == 0 && sink.other_fields && scan->irregular != NULL) {
+        PyObject *number = PyLong_FromSsize_t(index);
+        status = number == NULL ? -1 : PyList_Append(scan->irregular, number);
+        Py_XDECREF(number); /* a failure here is no RecordError: it is raised as it is */
+    }
     *bytes_left -= input.size;
     for (Py_ssize_t j = 0; status == 0 && j < nkeys; j++) {
         status = scan_values(input.d, &scan->slots[keys[j].slot], &keys[j], index,
@@ -1858,13 +1887,23 @@ scan_batch(PyObject *module, PyObject *args)
 {
     (void)module;
     PyObject *records_arg, *keys_arg, *joined_arg = NULL;
-    if (!PyArg_ParseTuple(args, "OO|O:scan_batch", &records_arg, &keys_arg, &joined_arg)) {
+    PyObject *unrequested = Py_None, *irregular = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|OOO:scan_batch", &records_arg, &keys_arg, &joined_arg,
+                          &unrequested, &irregular)) {
+        return NULL;
+    }
+    if ((unrequested != Py_None && !PyDict_Check(unrequested))
+        || (irregular != Py_None && !PyList_Check(irregular))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_batch: unrequested must be a dict and irregular a list, or None");
         return NULL;
     }
     PyObject *records = PySequence_Tuple(records_arg);
     PyObject *keys = records == NULL ? NULL : PySequence_Tuple(keys_arg);
     PyObject *result = NULL;
-    Scan scan = {NULL, 0, NULL, 0, NULL, 0, 0, NULL, 1};
+    Scan scan = {NULL, 0, NULL, 0, NULL, 0, 0, NULL, 1,
+                 unrequested == Py_None ? NULL : unrequested,
+                 irregular == Py_None ? NULL : irregular};
     KeyColumns *columns = NULL;
     Py_ssize_t nkeys = 0, nrecords = 0;
     if (keys == NULL) {
@@ -1970,7 +2009,8 @@ PyDoc_STRVAR(encode_int64_packed_doc,
 "memoryview, any shape, C order); negative values take ten bytes (two's complement).");
 
 PyDoc_STRVAR(scan_batch_doc,
-"scan_batch(records, keys, joined=()) -> list[tuple[bytearray, bytearray, Block, Block, list]]\n\n"
+"scan_batch(records, keys, joined=(), unrequested=None, irregular=None)\n"
+"    -> list[tuple[bytearray, bytearray, Block, Block, list]]\n\n"
 "Columns of the features ``keys`` (a sequence of bytes) over the serialized Examples\n"
 "``records``, one tuple per key, in the order of ``keys``:\n\n"
 "  kinds   bytearray, one uint8 per record: the Feature kind (0 none, 1 bytes, 2 float,\n"
@@ -1984,7 +2024,12 @@ PyDoc_STRVAR(scan_batch_doc,
 "A record's values of kind k are the next counts[i] entries of the kind-k column. Each\n"
 "record is read once, with parse_example's rules; then the bodies of the requested keys are\n"
 "decoded in the order of ``keys``. A malformed record raises RecordError('record <i>: ' +\n"
-"the message parse_example or the decode function gives for it).");
+"the message parse_example or the decode function gives for it).\n\n"
+"With ``unrequested`` (a dict), every key of the records that is not in ``keys`` maps to the\n"
+"number of the first record that has it (keys already in the dict keep their number); with\n"
+"``irregular`` (a list), the number of every record with a top-level field other than\n"
+"``features`` (1), such as a SequenceExample's ``feature_lists``, is appended. After a\n"
+"RecordError what they hold is unspecified.");
 
 static PyMethodDef speedups_methods[] = {
     {"parse_example", parse_example, METH_O, parse_example_doc},

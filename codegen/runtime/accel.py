@@ -95,10 +95,18 @@ class Speedups(Protocol):
         ...
 
     def scan_batch(
-        self, records: Sequence[Buffer], keys: tuple[bytes, ...], joined: tuple[bytes, ...] = (), /
+        self,
+        records: Sequence[Buffer],
+        keys: tuple[bytes, ...],
+        joined: tuple[bytes, ...] = (),
+        unrequested: dict[bytes, int] | None = None,
+        irregular: list[int] | None = None,
+        /,
     ) -> list[ScanColumns]:
         """Per key, the columns of its feature over all ``records``; for the keys in ``joined``,
-        ``(blob, sizes)`` in place of the list of bytes values (see the extension's doc)."""
+        ``(blob, sizes)`` in place of the list of bytes values; the other keys found go into
+        ``unrequested`` (key -> first record), the records with top-level fields besides
+        ``features`` into ``irregular`` (see the extension's doc)."""
         ...
 
     def pooled_block(self, size: int, /) -> BlockBuffer:

@@ -88,18 +88,27 @@ class KeyScan:
 
 
 def scan_keys(
-    data: Sequence[bytes], keys: Sequence[bytes], joined: Sequence[bytes] = ()
+    data: Sequence[bytes],
+    keys: Sequence[bytes],
+    joined: Sequence[bytes] = (),
+    *,
+    unrequested: dict[bytes, int] | None = None,
+    irregular: list[int] | None = None,
 ) -> list[KeyScan]:
     """The :class:`KeyScan` of every key (UTF-8 bytes) over the serialized Examples ``data``; the
     bytes values of the keys in ``joined`` are joined into one buffer.
 
-    Uses the C accelerator's ``scan_batch`` when it is built. A malformed record raises
-    :class:`RecordError` (without saying which record: decode record by record for that).
+    With ``unrequested``, every other key of the records maps to the index of the first record
+    that has it (a key already there keeps its index); with ``irregular``, the index of every
+    record with a top-level field besides ``features`` (a ``SequenceExample``'s feature lists) is
+    appended. Uses the C accelerator's ``scan_batch`` when it is built. A malformed record raises
+    :class:`RecordError` (without saying which record: decode record by record for that), and
+    what ``unrequested`` and ``irregular`` hold then is unspecified.
     """
     if speedups is not None:
         scans = []
         for kinds, counts, ints, floats, strings in speedups.scan_batch(
-            data, tuple(keys), tuple(joined)
+            data, tuple(keys), tuple(joined), unrequested, irregular
         ):
             scan = KeyScan(
                 np.frombuffer(kinds, np.uint8),
@@ -116,7 +125,16 @@ def scan_keys(
                 scan = replace(scan, strings=strings)
             scans.append(scan)
         return scans
-    parsed = [wire.parse_example(record) for record in data]
+    requested = set(keys)
+    parsed = []
+    for index, record in enumerate(data):
+        features = wire.parse_example(record)
+        if unrequested is not None:
+            for key in features.keys() - requested:
+                unrequested.setdefault(key, index)
+        if irregular is not None and wire.has_other_fields(record):
+            irregular.append(index)
+        parsed.append(features)
     return [_scan_key([features.get(key) for features in parsed], key in joined) for key in keys]
 
 

@@ -234,6 +234,17 @@ def parse_example(data: bytes) -> dict[bytes, FeatureValue]:
     return features
 
 
+def has_other_fields(data: bytes) -> bool:
+    """Whether serialized ``Example`` bytes have a top-level field other than ``features`` (1),
+    such as a ``SequenceExample``'s ``feature_lists``; :class:`RecordError` if malformed."""
+    pos, end = 0, len(data)
+    while pos < end:
+        field, _, _, pos = _next_field(data, pos, end, "Example")
+        if field != 1:
+            return True
+    return False
+
+
 def parse_sequence_example(
     data: bytes,
 ) -> tuple[dict[bytes, FeatureValue], dict[bytes, list[FeatureValue]]]:
