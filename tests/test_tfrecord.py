@@ -208,6 +208,41 @@ def test_views_are_taken_before_the_first_record() -> None:
         reader.views()
 
 
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_batches_are_the_records_a_list_at_a_time(compression: Compression) -> None:
+    records = varied_records(5)
+    data = b"".join(frame(r) for r in records)
+    if compression is not None:
+        data = compressed(data, compression)
+    reader = TFRecordReader(io.BytesIO(data), compression=compression)
+    batches, positions = [], []
+    for batch in reader.batches():
+        assert all(type(record) is bytes for record in batch) and batch
+        batches.append(batch)
+        positions.append((reader.index, reader.offset))
+    assert [r for batch in batches for r in batch] == records
+    assert 2 <= len(batches) < len(records) / 100  # a list per buffer read, not per record
+    ends = offsets(records)
+    counts = [sum(len(b) for b in batches[: i + 1]) for i in range(len(batches))]
+    assert positions == [(n, ends[n]) for n in counts]
+
+
+def test_batches_of_a_corrupt_stream_skip_and_fail_like_records() -> None:
+    data = corrupted(THREE_BYTES, 26 + 15)
+    spans: list[SkippedSpan] = []
+    assert list(skip_reader(data, spans).batches()) == [[THREE[0]], [THREE[2]]]
+    assert [(s.offset, s.length) for s in spans] == [(26, 36)]
+    batches = TFRecordReader(io.BytesIO(data)).batches()
+    assert next(batches) == [THREE[0]]
+    with pytest.raises(DataError, match="corrupt data CRC") as caught:
+        next(batches)
+    assert (caught.value.index, caught.value.offset) == (1, 26)
+    reader = TFRecordReader(io.BytesIO(THREE_BYTES))
+    next(reader)
+    with pytest.raises(TfrGenError, match=r"batches\(\) must be taken before any record is read"):
+        reader.batches()
+
+
 # -------------------------------------------------------------------------------------- round trips
 
 

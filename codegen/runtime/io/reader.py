@@ -202,6 +202,43 @@ class TFRecordReader:
         self._records = self._generate(True)  # type: ignore[assignment]
         return self._records  # type: ignore[return-value]
 
+    def batches(self) -> Iterator[list[bytes]]:
+        """The records in lists, one list per stretch of the stream the reader holds (about
+        1 MiB): an iterator to take in place of the reader before any record is read, for
+        callers that work on many records at once.
+
+        After each list, :attr:`index` counts the records of all lists so far and :attr:`offset`
+        is just past the list's last record; errors and skipped stretches are as for single
+        records.
+        """
+        if self.index or self._started:
+            raise TfrGenError(f"{self.path}: batches() must be taken before any record is read")
+        self._records.close()
+        batches = self._generate_batches()
+        self._records = batches  # type: ignore[assignment]  # close() ends it
+        return batches
+
+    def _generate_batches(self) -> Generator[list[bytes], None, None]:
+        """The records a list at a time: every whole, valid frame of the current buffer in one
+        call; the first one that is not goes to :meth:`_advance`."""
+        self._started = True
+        verify = self._verify
+        scan = framing.FRAMES.scan_frames
+        try:
+            while True:
+                records, stop = scan(self._buf, self._pos, verify, False)
+                self._pos = stop
+                if records:
+                    self.index += len(records)
+                    yield records  # type: ignore[misc]  # bytes: scanned without views
+                if not self._advance():
+                    if self._stream_error is not None:
+                        self._report(self.offset, 0, self._stream_error)
+                    return
+        finally:
+            if self._owns_file:
+                self._file.close()
+
     def _generate(self, views: bool = False) -> Generator[Record, None, None]:
         """The records: every whole, valid frame of the current buffer is checked and sliced in
         one call; the first one that is not goes to :meth:`_advance`."""
