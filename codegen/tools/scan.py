@@ -64,8 +64,41 @@ class ScannedRecord:
     data: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class ScannedBatch:
+    """Consecutive records of one file read by :meth:`Scanner.batches`: ``records[i]`` is the
+    record ``index + i`` of ``path``, and the first one's header is at byte ``offset``."""
+
+    path: str
+    index: int
+    offset: int
+    records: list[bytes]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def offsets(self) -> list[int]:
+        """The byte offset of each record's header (12 header bytes, data, 4 CRC bytes each)."""
+        positions = [self.offset]
+        for data in self.records[:-1]:
+            positions.append(positions[-1] + len(data) + 16)
+        return positions
+
+    def item(self, i: int) -> ScannedRecord:
+        """Record ``i`` of the batch, with its position."""
+        offset = self.offset + sum(len(data) + 16 for data in self.records[:i])
+        return ScannedRecord(self.path, self.index + i, offset, self.records[i])
+
+    def __iter__(self) -> Iterator[ScannedRecord]:
+        path, index = self.path, self.index
+        for i, (offset, data) in enumerate(zip(self.offsets(), self.records, strict=True)):
+            yield ScannedRecord(path, index + i, offset, data)
+
+
 class Scanner:
-    """Iterates over the records of ``paths`` in order, reading each file once.
+    """Iterates over the records of ``paths`` in order, reading each file once: record by record
+    (iterating the scanner) or a list at a time (:meth:`batches`, for work on many records at
+    once).
 
     A corrupt or truncated stretch of a file is passed over (the reader's skip mode, the default:
     ``validate`` and ``infer`` report such stretches as findings) and handed to ``on_skip`` with the
@@ -73,7 +106,7 @@ class Scanner:
     :class:`~codegen.errors.DataError` instead. ``limit`` stops after that many records in all.
     The counters (``files``, ``records``, ``record_bytes``, ``skipped_spans``, ``skipped_bytes``,
     and ``file_records``: records per file started) describe what was read so far, also after an
-    interruption.
+    interruption (a batch counts once it is handed out).
 
     With a ``progress`` stream that is a terminal, a progress bar labelled ``label`` is drawn on it
     while records are read; leaving the scanner's ``with`` block erases it.
@@ -127,7 +160,9 @@ class Scanner:
         if self.on_skip is not None:
             self.on_skip(span, self.file_records[-1])
 
-    def __iter__(self) -> Iterator[ScannedRecord]:
+    def _read(self) -> Iterator[ScannedBatch]:
+        """The batches of every file, in order; counts the files, and the records as the caller
+        takes them (:meth:`_count`), up to ``limit``."""
         done = 0
         progress = self.progress
         for path, size in zip(self.paths, self.sizes, strict=True):
@@ -144,13 +179,12 @@ class Scanner:
                     on_skip=self._skipped if self.on_error == "skip" else None,
                 ) as reader,
             ):
-                for data in reader:
-                    # The reader's offset is past the record: 12 header bytes, data, 4 CRC bytes.
-                    offset = reader.offset - len(data) - 16
-                    self.records += 1
-                    self.file_records[-1] += 1
-                    self.record_bytes += len(data)
-                    yield ScannedRecord(path, reader.index - 1, offset, data)
+                for records in reader.batches():
+                    first = reader.index - len(records)
+                    offset = reader.offset - sum(map(len, records)) - 16 * len(records)
+                    if self.limit is not None and self.records + len(records) > self.limit:
+                        records = records[: self.limit - self.records]
+                    yield ScannedBatch(path, first, offset, records)
                     if progress is not None:
                         progress.update(done + file.tell(), self.records)
                     if self.limit is not None and self.records >= self.limit:
@@ -158,3 +192,21 @@ class Scanner:
             done += size
             if progress is not None:
                 progress.update(done, self.records)
+
+    def _count(self, records: int, size: int) -> None:
+        self.records += records
+        self.file_records[-1] += records
+        self.record_bytes += size
+
+    def batches(self) -> Iterator[ScannedBatch]:
+        """The records of every file, a list at a time (one per buffer the reader fills, about
+        1 MiB of the stream), in order; each batch is counted as it is handed out."""
+        for batch in self._read():
+            self._count(len(batch.records), sum(map(len, batch.records)))
+            yield batch
+
+    def __iter__(self) -> Iterator[ScannedRecord]:
+        for batch in self._read():
+            for item in batch:
+                self._count(1, len(item.data))
+                yield item
