@@ -7,6 +7,7 @@ so the bar never ends up in captured output.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 _WIDTH = 24
@@ -27,12 +28,21 @@ def _size(n: int) -> str:
     return f"{value / 1000:.1f} TB"
 
 
+def _duration(seconds: float) -> str:
+    """A time left for people: ``0:07``, ``12:30``, ``1:02:03``."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class Progress:
-    """A progress bar on ``stream`` for a scan of ``total`` bytes.
+    """A progress bar on ``stream`` for a scan of ``total`` bytes, with the rate so far and the
+    time left at that rate (``ETA``).
 
     ``enabled`` defaults to whether ``stream`` is a terminal; ``interval`` is the least time
-    between redraws, so :meth:`update` can be called for every record. :meth:`clear` erases the
-    bar.
+    between redraws, so :meth:`update` can be called for every record; ``clock`` gives the time
+    in seconds. :meth:`clear` erases the bar.
     """
 
     def __init__(
@@ -43,20 +53,24 @@ class Progress:
         label: str,
         enabled: bool | None = None,
         interval: float = _INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream
         self.total = total
         self.label = label
         self.enabled = stream.isatty() if enabled is None else enabled
         self.interval = interval
+        self._clock = clock
+        self._start = clock()
         self._next = 0.0
         self._drawn = 0
 
     def update(self, done: int, records: int) -> None:
-        """Show ``done`` of ``total`` bytes and ``records`` records read (once per interval)."""
+        """Show ``done`` of ``total`` bytes and ``records`` records read, the rate so far and
+        the time left at that rate (once per interval)."""
         if not self.enabled:
             return
-        now = time.monotonic()
+        now = self._clock()
         if now < self._next:
             return
         self._next = now + self.interval
@@ -66,6 +80,10 @@ class Progress:
             f"{self.label} [{'#' * filled}{'.' * (_WIDTH - filled)}] {fraction:4.0%}"
             f"  {_size(done)} of {_size(self.total)}  {records:,} records"
         )
+        elapsed = now - self._start
+        if elapsed > 0 and done:
+            rate = done / elapsed
+            line += f"  {_size(round(rate))}/s  ETA {_duration(max(self.total - done, 0) / rate)}"
         self.stream.write("\r" + line.ljust(self._drawn))
         self.stream.flush()
         self._drawn = len(line)
