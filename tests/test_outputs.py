@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from cli_process import shell, tfr_gen
-from codegen.runtime.io.writer import write_tfrecord
 from test_tools_common import generated
 
 from codegen import files
 from codegen.runtime.codec import wire
 from codegen.runtime.io.indexed import write_index
+from codegen.runtime.io.writer import write_tfrecord
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = wire.example([wire.map_entry(wire.key_field("x"), wire.int64_scalar_feature(7))])

@@ -216,12 +216,12 @@ def test_interrupt_stops_cleanly_and_writes_nothing(
     write_tfrecord(tmp_path / "x.tfrecord", [wire.example([])] * 5)
     real_add = Observation.add
 
-    def add(self: Observation, data: bytes) -> None:
-        if self.records == 3:
-            raise KeyboardInterrupt
-        real_add(self, data)
+    def add_batch(self: Observation, records: list[bytes]) -> None:
+        for data in records[:3]:
+            real_add(self, data)
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(Observation, "add", add)
+    monkeypatch.setattr(Observation, "add_batch", add_batch)
     code, out, err = run_cli("infer", "x.tfrecord", "-o", "x.yaml", cwd=tmp_path)
     assert (code, out) == (130, "")
     assert err == "tfr-gen infer: interrupted after 3 records of 1 of 1 file; no schema written\n"

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_tools_common import (
     CUSTOMERS,
     assert_snapshot,
@@ -23,9 +25,10 @@ from test_tools_common import (
     tf_write,
 )
 
+from codegen.errors import RecordError
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
-from codegen.tools.observe import Observation
+from codegen.tools.observe import KeyObservation, Observation
 
 
 @pytest.fixture(scope="module")
@@ -119,12 +122,12 @@ def test_interrupt_prints_what_was_read(tmp_path: Path, monkeypatch: pytest.Monk
     write_tfrecord(tmp_path / "x.tfrecord", [wire.example([])] * 5)
     real_add = Observation.add
 
-    def add(self: Observation, data: bytes) -> None:
-        if self.records == 2:
-            raise KeyboardInterrupt
-        real_add(self, data)
+    def add_batch(self: Observation, records: list[bytes]) -> None:
+        for data in records[:3]:
+            real_add(self, data)
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(Observation, "add", add)
+    monkeypatch.setattr(Observation, "add_batch", add_batch)
     code, out, _ = run_cli("stats", "x.tfrecord", cwd=tmp_path)
     assert code == 130
     lines = out.splitlines()
@@ -173,3 +176,85 @@ def test_a_truncated_gzip_file_is_read_up_to_its_end_with_skip(tmp_path: Path) -
         f"tfr-gen stats: skipped {1 + bool(cut)} unreadable stretch"
         f"{'es' if cut else ''} ({cut} bytes)",
     ]
+
+
+# --- counting a batch at once equals counting record by record ----------------------------------
+
+_KEYS = ["a", "b", "é", "", "long key"]
+
+
+@st.composite
+def _feature(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["int", "float", "bytes", "none"]))
+    if kind == "int":
+        return wire.int64_feature(draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4)))
+    if kind == "float":
+        floats = st.floats(width=32, allow_nan=True, allow_infinity=True)
+        return wire.float_feature(np.array(draw(st.lists(floats, max_size=4)), np.float32))
+    if kind == "bytes":
+        texts = st.sampled_from([b"", b"x", "é".encode(), b"\xc3", b"\xa9", b"ab\xff", b"\xe2\x82"])
+        return wire.bytes_feature(draw(st.lists(texts, max_size=4)))
+    return b""  # a Feature with no list
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> bytes:
+    keys = draw(st.lists(st.sampled_from(_KEYS), max_size=4, unique=True))
+    entries = [wire.map_entry(wire.key_field(k), draw(_feature())) for k in keys]
+    shape = draw(st.sampled_from(["example", "example", "example", "sequence", "garbage"]))
+    if shape == "sequence":
+        steps = [draw(_feature()) for _ in range(draw(st.integers(0, 2)))]
+        return wire.sequence_example(entries, [wire.feature_list_entry(wire.key_field("s"), steps)])
+    if shape == "garbage":
+        return wire.example(entries) + b"\x0a\x09"  # a field that runs past the end
+    return wire.example(entries)
+
+
+def _summary(observation: Observation) -> dict[str, Any]:
+    """Everything an observation found, its sum of numbers aside (summed in another order)."""
+
+    def key(seen: KeyObservation) -> tuple[Any, ...]:
+        return (
+            seen.records, dict(seen.kinds), seen.list_kinds, seen.counts_min, seen.counts_max,
+            seen.values, seen.utf8, dict(seen.lengths), seen.steps_min, seen.steps_max, seen.low,
+            seen.high, seen.numbers, seen.nans,
+        )  # fmt: skip
+
+    return {
+        "records": observation.records,
+        "sequences": observation.sequences,
+        "features": {k: key(v) for k, v in observation.features.items()},
+        "lists": {k: key(v) for k, v in observation.feature_lists.items()},
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_records(), max_size=6), max_size=4))
+def test_batches_are_counted_as_their_records_one_by_one(batches: list[list[bytes]]) -> None:
+    by_record, by_batch = Observation(), Observation()
+    malformed = []
+    for batch in batches:
+        for position, data in enumerate(batch):
+            try:
+                by_record.add(data)
+            except RecordError as exc:
+                malformed.append((position, str(exc)))
+    found = [(p, str(e)) for batch in batches for p, e in by_batch.add_batch(batch)]
+    assert found == malformed
+    assert _summary(by_batch) == _summary(by_record)
+    for table in ("features", "feature_lists"):
+        for k, seen in getattr(by_record, table).items():
+            assert getattr(by_batch, table)[k].total == pytest.approx(seen.total, nan_ok=True)
+
+
+def test_batches_of_examples_are_scanned_not_parsed_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    records = [
+        wire.example([wire.map_entry(wire.key_field("n"), wire.int64_scalar_feature(i))])
+        for i in range(50)
+    ]
+    observation = Observation()
+    monkeypatch.setattr(Observation, "add", None)  # the record-by-record path is not taken
+    assert observation.add_batch(records) == []
+    assert observation.features["n"].high == 49 and observation.records == 50

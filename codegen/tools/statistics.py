@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from codegen.dtypes import Wire
-from codegen.errors import RecordError
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.observe import KeyObservation, Observation
 from codegen.tools.scan import Scanner
@@ -72,18 +71,20 @@ def collect_stats(
         label="stats",
     )
     stats = Stats(scanner.paths, scanner.sizes)
+    malformed_bytes = 0
     try:
         with scanner:
-            for item in scanner:
-                try:
-                    stats.observation.add(item.data)
-                except RecordError as exc:
+            for batch in scanner.batches():
+                for position, exc in stats.observation.add_batch(batch.records):
+                    item = batch.item(position)
                     stats.malformed.append((item.path, item.index, item.offset, str(exc)))
+                    malformed_bytes += len(item.data)
     except KeyboardInterrupt:
         stats.interrupted = True
     stats.file_records = tuple(scanner.file_records)
-    stats.records = scanner.records
-    stats.record_bytes = scanner.record_bytes
+    # The records counted (a Ctrl-C may come in the middle of a batch the scanner handed out).
+    stats.records = stats.observation.records + len(stats.malformed)
+    stats.record_bytes = stats.observation.bytes + malformed_bytes
     stats.skipped_spans = scanner.skipped_spans
     stats.skipped_bytes = scanner.skipped_bytes
     return stats

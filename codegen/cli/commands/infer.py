@@ -9,7 +9,6 @@ from typing import TextIO
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages, plural
 from codegen.cli.commands.validate import positive
-from codegen.errors import RecordError
 from codegen.files import check_output, write_atomic
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
@@ -67,10 +66,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     say.before = scanner.clear_progress
     try:
         with scanner:
-            for item in scanner:
-                try:
-                    observation.add(item.data)
-                except RecordError as exc:
+            for batch in scanner.batches():
+                for position, exc in observation.add_batch(batch.records):
+                    item = batch.item(position)
                     say.warning(
                         f"{item.path}: record {item.index} at byte offset {item.offset}:"
                         f" skipped a malformed record: {exc}"
