@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 
 from codegen.dtypes import Wire
 from codegen.errors import RecordError
-from codegen.runtime.accel import speedups
 from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
 from codegen.runtime.codec.wire import (
     decode_bytes_list,
@@ -29,7 +28,7 @@ from codegen.runtime.codec.wire import (
     parse_sequence_example,
 )
 
-__all__ = ["KeyObservation", "Observation", "parse_record"]
+__all__ = ["KeyObservation", "Observation", "joined_utf8", "parse_record"]
 
 FeatureValue = tuple[int, bytes]
 """A parsed ``Feature``: (list kind, list body), as the wire parser gives it (kind 0: no list)."""
@@ -210,7 +209,7 @@ class KeyObservation:
         if scan.sizes is not None and scan.sizes.size and scan.blob is not None:
             lengths, counts = np.unique(scan.sizes, return_counts=True)
             self.lengths.update(dict(zip(lengths.tolist(), counts.tolist(), strict=True)))
-            if self.utf8 and not _joined_utf8(scan.blob, scan.sizes):
+            if self.utf8 and not joined_utf8(scan.blob, scan.sizes):
                 self.utf8 = False
         return present
 
@@ -220,7 +219,7 @@ class KeyObservation:
         self.steps_max = steps if self.steps_max is None else max(self.steps_max, steps)
 
 
-def _joined_utf8(blob: memoryview, sizes: NDArray[np.int64]) -> bool:
+def joined_utf8(blob: memoryview, sizes: NDArray[np.int64]) -> bool:
     """Whether every one of the values joined in ``blob`` (``sizes``: the size of each) is valid
     UTF-8: the whole is, and no value starts inside a character (on a continuation byte)."""
     data = bytes(blob)
@@ -273,16 +272,15 @@ class Observation:
         """Count the records of a batch; returns (position in the batch, error) of each
         malformed one, which is not counted (the others are).
 
-        With the C accelerator a batch of Examples is scanned in one call per pass (a second
-        pass when it holds keys not seen before); a batch with a malformed record or a
-        SequenceExample is counted record by record (:meth:`add`), with the same result.
+        A batch of Examples is scanned in one ``scan_keys`` call per pass (a second pass when it
+        holds keys not seen before); a batch with a malformed record or a SequenceExample is
+        counted record by record (:meth:`add`), with the same result.
         """
-        if speedups is not None:
-            try:
-                if self._add_examples(records):
-                    return []
-            except RecordError:
-                pass
+        try:
+            if self._add_examples(records):
+                return []
+        except RecordError:
+            pass
         malformed = []
         for position, data in enumerate(records):
             try:
