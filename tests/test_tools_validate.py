@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_process import tfr_gen
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_tools_common import (
     CUSTOMERS,
     ROOT,
@@ -24,6 +27,7 @@ from test_tools_common import (
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools import validation as validate
+from codegen.tools.dynamic import load_record
 
 SCHEMA = """\
 version: 1
@@ -321,3 +325,188 @@ def test_raw_and_ragged_tensors_are_reported_with_the_decoder_message(tmp_path: 
         "p.tfrecord: record 0 at byte offset 0: invalid feature: key 'image' (image): "
         + problems[0]["message"]
     )
+
+
+# --- batches checked at once find what records checked one by one find --------------------------
+
+VARIANTS: dict[str, list[bytes | None]] = {
+    "Age": [None, b"", wire.int64_feature(np.array([2**40])), wire.float_feature(np.ones(1))],
+    "name": [None, b"", wire.bytes_feature([b"\xff"]), wire.bytes_feature([b"a", b"b"])],
+    "scores": [wire.float_feature(np.ones(2)), wire.int64_feature(np.arange(3)), b""],
+    "tags": [None, b"", wire.bytes_feature([]), wire.bytes_feature([b"\xc3\xa9", b"\xc3"])],
+    "pairs": [None, wire.int64_feature(np.arange(3)), wire.int64_feature(np.arange(4))],
+    "flag": [None, b"", wire.int64_feature(np.array([2])), wire.int64_feature(np.array([0]))],
+    "extra": [wire.int64_feature(np.array([5])), None],
+}
+
+
+@st.composite
+def _varied(draw: st.DrawFn) -> bytes:
+    changes = {
+        key: draw(st.sampled_from(options))
+        for key, options in VARIANTS.items()
+        if draw(st.integers(0, 3)) == 0
+    }
+    if draw(st.integers(0, 9)) == 0:
+        return b"\x0a\x05\x01"
+    return example(changes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_varied(), max_size=12), st.booleans())
+def test_batches_report_exactly_what_each_record_reports(
+    tmp_path_factory: pytest.TempPathFactory, records: list[bytes], strict: bool
+) -> None:
+    directory = tmp_path_factory.mktemp("varied")
+    (directory / "check.yaml").write_text(SCHEMA)
+    write_tfrecord(directory / "v.tfrecord", records)
+    record = load_record(str(directory / "check.yaml"), "Check")
+    path = str(directory / "v.tfrecord")
+    found: list[validate.Problem] = []
+    result = validate.validate_files(record, [path], found.append, strict=strict)
+    expected = [
+        problem
+        for index, (offset, data) in enumerate(zip(frame_offsets(records), records, strict=True))
+        for problem in validate.check_record(record, path, index, offset, data)
+    ]
+    assert found == expected
+    assert result.records == len(records)
+    assert result.bad_records == len({(p.index) for p in expected})
+    extra = [i for i, data in enumerate(records) if b"\x0a\x05extra" in data]
+    assert list(result.undeclared) == ([("features", "extra")] if extra else [])
+    if extra:
+        assert result.undeclared[("features", "extra")].index == extra[0]
+
+
+def test_clean_batches_are_checked_without_decoding_each_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "check.yaml").write_text(SCHEMA)
+    write_tfrecord(tmp_path / "c.tfrecord", [example({})] * 500)
+    monkeypatch.setattr(validate, "check_record", None)  # not called: the batch fits its rules
+    record = load_record(str(tmp_path / "check.yaml"), "Check")
+    result = validate.validate_files(record, [str(tmp_path / "c.tfrecord")], print)
+    assert (result.records, result.problems) == (500, 0)
+
+
+# --- --strict ---------------------------------------------------------------------------------
+
+TYPO = """\
+version: 1
+records:
+  Customer:
+    features:
+      age: {key: Age, dtype: int64}
+      movie: {key: Movie, dtype: string, shape: [null]}
+      suggestion: {key: Sugestion, dtype: string, optional: true}
+      price: {key: Purchase Price, dtype: float32, default: 0.0}
+"""
+
+
+def _customers(tmp_path: Path) -> list[bytes]:
+    records = []
+    for i in range(100):
+        features = {
+            "Age": wire.int64_feature(np.array([20 + i % 50])),
+            "Movie": wire.bytes_feature([b"Up"] * (1 + i % 3)),
+            "Suggestion": wire.bytes_feature([b"Heat"]),
+        }
+        if i % 4:
+            features["Purchase Price"] = wire.float_feature(np.array([4.5]))
+        if i >= 90:
+            del features["Movie"]
+        records.append(
+            wire.example(
+                wire.map_entry(wire.key_field(k), features[k]) for k in wire.map_key_order(features)
+            )
+        )
+    (tmp_path / "customer.yaml").write_text(TYPO)
+    write_tfrecord(tmp_path / "customers.tfrecord", records)
+    return records
+
+
+def test_a_typo_on_an_optional_key_passes_plain_validation_with_a_warning(tmp_path: Path) -> None:
+    records = _customers(tmp_path)
+    done = tfr_gen("validate", "customer.yaml", "customers.tfrecord", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout == "tfr-gen validate: Customer: 100 records in 1 file: no problems\n"
+    offset = frame_offsets(records)[0]
+    assert done.stderr == (
+        "tfr-gen validate: warning: 1 key of the data not in the schema, passed over:"
+        f" 'Suggestion' (first: customers.tfrecord: record 0 at byte offset {offset});"
+        " --strict counts them\n"
+    )
+
+
+def test_strict_reports_undeclared_absent_and_partial_keys_with_counts(tmp_path: Path) -> None:
+    records = _customers(tmp_path)
+    offsets = frame_offsets(records)
+    done = tfr_gen("validate", "customer.yaml", "customers.tfrecord", "--strict", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert_snapshot("validate_strict.txt", done.stdout)
+    lines = done.stdout.splitlines()
+    assert lines[:4] == [
+        "customers.tfrecord: record 0 at byte offset 0: undeclared key: key 'Suggestion' is in 100"
+        " of 100 records but not in the schema's record Customer",
+        f"customers.tfrecord: record 90 at byte offset {offsets[90]}: partly present: key 'Movie'"
+        " (movie) is in 90 of 100 records; the others read it as its default or as no values",
+        "customers.tfrecord: record 0 at byte offset 0: never present: key 'Sugestion'"
+        " (suggestion) is in none of the 100 records (optional): is the key spelled as the data"
+        " spells it?",
+        "customers.tfrecord: record 0 at byte offset 0: partly present: key 'Purchase Price'"
+        " (price) is in 75 of 100 records; the others read it as its default or as no values",
+    ]
+    assert lines[-1] == (
+        "tfr-gen validate: Customer: 100 records in 1 file: 4 anomalies (--strict)"
+    )
+    movie = next(line for line in lines if line.startswith("  key 'Movie'"))
+    assert movie == (
+        "  key 'Movie' (movie) in 90 records: 1 value in 30 (first: customers.tfrecord: record 0"
+        f" at byte offset 0); 2 values in 30 (first: customers.tfrecord: record 1 at byte offset"
+        f" {offsets[1]}); 3 values in 30 (first: customers.tfrecord: record 2 at byte offset"
+        f" {offsets[2]})"
+    )
+
+
+def test_strict_json_holds_the_anomalies_and_value_counts(tmp_path: Path) -> None:
+    _customers(tmp_path)
+    done = tfr_gen(
+        "validate", "customer.yaml", "customers.tfrecord", "--strict", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1
+    document = json.loads(done.stdout)
+    assert_snapshot("validate_strict.json", done.stdout)
+    anomalies = document["strict"]["anomalies"]
+    assert [(a["kind"], a["key"], a["feature"], a["records"], a["total"]) for a in anomalies] == [
+        ("undeclared_key", "Suggestion", None, 100, 100),
+        ("partly_present", "Movie", "movie", 90, 100),
+        ("never_present", "Sugestion", "suggestion", 0, 100),
+        ("partly_present", "Purchase Price", "price", 75, 100),
+    ]
+    assert anomalies[1]["example"]["record"] == 90
+    keys = {(k["section"], k["key"]): k for k in document["strict"]["keys"]}
+    assert [c["values"] for c in keys[("features", "Movie")]["value_counts"]] == [1, 2, 3]
+    assert keys[("features", "Suggestion")]["feature"] is None
+    assert document["undeclared_keys"] == [
+        {"section": "features", "key": "Suggestion",
+         "example": {"file": "customers.tfrecord", "record": 0, "offset": 0}},
+    ]  # fmt: skip
+    assert document["summary"]["anomalies"] == 4
+
+
+def test_strict_finds_feature_lists_an_example_schema_does_not_read(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(
+        SEQUENCE_SCHEMA.replace("context", "features").split("    sequence:")[0]
+    )
+    write_tfrecord(tmp_path / "s.tfrecord", [sentence({}, {})] * 3)
+    done = tfr_gen("validate", "s.yaml", "s.tfrecord", "--strict", cwd=tmp_path)
+    assert done.returncode == 1
+    undeclared = [line for line in done.stdout.splitlines() if "undeclared key" in line]
+    assert [line.split(": undeclared key: ")[1].split(" is ")[0] for line in undeclared] == [
+        "feature list 'frames'",
+        "feature list 'tokens'",
+        "feature list 'words'",
+    ]
+    clean = tfr_gen("validate", "s.yaml", "s.tfrecord", cwd=tmp_path)
+    assert (clean.returncode, clean.stderr) == (0, "")  # without --strict lists are not read

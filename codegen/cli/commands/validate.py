@@ -1,4 +1,11 @@
-"""``tfr-gen validate SCHEMA FILE_OR_GLOB...``: check TFRecord files against a schema's record."""
+"""``tfr-gen validate SCHEMA FILE_OR_GLOB...``: check TFRecord files against a schema's record.
+
+Every problem of every record is printed with its position; keys of the data that the schema
+does not declare are named in one warning. ``--strict`` also reports how the data uses the keys
+(:mod:`codegen.tools.anomalies`): undeclared keys, features never present or present in part of
+the records only, and the value-count distribution of every key, each with counts and a record;
+it exits 1 when it finds an anomaly.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import json
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+from codegen.cli.commands.messages import Messages
 from codegen.tools.dynamic import load_record
 from codegen.tools.scan import expand_inputs
 from codegen.tools.validation import Problem, validate_files
@@ -39,6 +47,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-errors", type=positive, metavar="N", help="stop after N problems (default: never)"
     )
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="also report keys the schema does not declare, features never present or present"
+        " in part of the records only, and the value counts of every key; exit 1 on any",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
@@ -47,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
     record = load_record(args.schema, args.record)
     paths = expand_inputs(args.files)
     found: list[Json] = []
@@ -57,7 +72,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             print(problem.text(), file=out)
 
-    result = validate_files(record, paths, on_problem, max_errors=args.max_errors, progress=err)
+    result = validate_files(
+        record,
+        paths,
+        on_problem,
+        max_errors=args.max_errors,
+        progress=err,
+        strict=args.strict,
+    )
     if args.format == "json":
         document: dict[str, Json] = {
             "schema": args.schema,
@@ -67,11 +89,26 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 for path, count in zip(paths, result.file_records, strict=False)
             ],
             "problems": found,
-            "summary": result.as_json(),
+            "undeclared_keys": result.undeclared_json(),
         }
+        if args.strict:
+            document["strict"] = {
+                "anomalies": [anomaly.as_json() for anomaly in result.anomalies],
+                "keys": [profile.as_json() for profile in result.profiles],
+            }
+        document["summary"] = result.as_json()
         print(json.dumps(document, indent=2, ensure_ascii=False), file=out)
     else:
-        print(f"tfr-gen validate: {record.name}: {result.summary()}", file=out)
+        for anomaly in result.anomalies:
+            print(anomaly.text(), file=out)
+        if result.profiles:
+            print("value counts per key (first: the first record holding that many):", file=out)
+            for profile in result.profiles:
+                print(f"  {profile.text()}", file=out)
+        Messages(NAME, out).summary(f"{record.name}: {result.summary()}")
+    undeclared = result.undeclared_summary()
+    if undeclared is not None and not args.strict:
+        say.warning(undeclared)
     if result.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if result.clean else EXIT_FOUND
