@@ -510,3 +510,25 @@ def test_strict_finds_feature_lists_an_example_schema_does_not_read(tmp_path: Pa
     ]
     clean = tfr_gen("validate", "s.yaml", "s.tfrecord", cwd=tmp_path)
     assert (clean.returncode, clean.stderr) == (0, "")  # without --strict lists are not read
+
+
+def test_strict_counts_a_sequence_examples_context_and_feature_lists(tmp_path: Path) -> None:
+    (tmp_path / "sentence.yaml").write_text(SEQUENCE_SCHEMA)
+    extra = wire.int64_feature(np.array([1]))
+    records = [sentence({"speaker": extra if i % 2 else None}, {"frames": None}) for i in range(4)]
+    write_tfrecord(tmp_path / "s.tfrecord", records)
+    record = load_record(str(tmp_path / "sentence.yaml"), None)
+    result = validate.validate_files(record, [str(tmp_path / "s.tfrecord")], print, strict=True)
+    assert result.problems == 0
+    assert [(a.kind, a.section, a.key, a.records, a.example and a.example.index)
+            for a in result.anomalies] == [
+        ("undeclared_key", "context", "speaker", 2, 1),
+        ("never_present", "feature_lists", "frames", 0, 0),
+    ]  # fmt: skip
+    profiles = {(p.section, p.key): p for p in result.profiles}
+    assert [(c, n) for c, n, _ in profiles[("feature_lists", "words")].counts] == [(2, 4)]
+    assert (
+        profiles[("feature_lists", "words")]
+        .text()
+        .startswith("feature list 'words' (words) in 4 records: 2 steps in 4 (first: ")
+    )
