@@ -249,14 +249,14 @@ def _all_utf8(items: Sequence[bytes]) -> bool:
 class Observation:
     """Every record seen so far, key by key.
 
-    ``records`` counts them, ``bytes`` their serialized bytes, ``sequences`` those with feature
+    ``records`` counts them, ``record_bytes`` their serialized bytes, ``sequences`` those with feature
     lists. ``features`` observes the
     context keys (an Example's features), ``feature_lists`` the feature-list keys, each by key in
     first-seen order.
     """
 
     records: int = 0
-    bytes: int = 0
+    record_bytes: int = 0
     sequences: int = 0
     features: dict[str, KeyObservation] = field(default_factory=dict)
     feature_lists: dict[str, KeyObservation] = field(default_factory=dict)
@@ -302,7 +302,7 @@ class Observation:
             keys.extend(sorted(unrequested, key=unrequested.__getitem__))
             scans = scan_keys(records, keys, keys)
         self.records += len(records)
-        self.bytes += sum(map(len, records))
+        self.record_bytes += sum(map(len, records))
         for key, scan in zip(keys, scans, strict=True):
             entry = self.features.get(key.decode("utf-8"))
             if entry is None:
@@ -324,7 +324,7 @@ class Observation:
             for key, value in lists.items()
         ]
         self.records += 1
-        self.bytes += len(data)
+        self.record_bytes += len(data)
         if lists:
             self.sequences += 1
         for key, (kind, values) in features:

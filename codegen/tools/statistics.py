@@ -84,7 +84,7 @@ def collect_stats(
     stats.file_records = tuple(scanner.file_records)
     # The records counted (a Ctrl-C may come in the middle of a batch the scanner handed out).
     stats.records = stats.observation.records + len(stats.malformed)
-    stats.record_bytes = stats.observation.bytes + malformed_bytes
+    stats.record_bytes = stats.observation.record_bytes + malformed_bytes
     stats.skipped_spans = scanner.skipped_spans
     stats.skipped_bytes = scanner.skipped_bytes
     return stats
