@@ -7,6 +7,11 @@ mistyped command (``unknown command 'valdate' (did you mean 'validate'?)``). Exi
 (invalid schemas, bad arguments, unreadable files), 130 interrupted. Errors are printed as
 ``tfr-gen CMD: error: ...`` with ``path:line:col: message`` or
 ``file: record N at byte offset M: ...``, never as a traceback.
+
+Output that goes to a pipe whose reader stops early (``tfr-gen cat big.tfrecord | head -1``) ends
+the command quietly with status 0, as ripgrep does: the reader had what it wanted (with
+``set -o pipefail`` the pipeline still succeeds, unlike with the 141 of a program killed by
+SIGPIPE).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import NoReturn, TextIO
 
 from codegen import __version__
 from codegen.cli.commands import COMMANDS
-from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED
+from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages, prefix
 from codegen.errors import TfrGenError
 from codegen.generator.api import SCHEMA_SUFFIXES
@@ -131,6 +136,18 @@ def resolve_command(arguments: Sequence[str]) -> list[str]:
     )
 
 
+def _quiet_stdout() -> None:
+    """Points standard output at the null device, so that Python's flush at exit finds no broken
+    pipe to complain about."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # standard output is not a file descriptor: nothing will be flushed to it
+    finally:
+        os.close(null)
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -151,6 +168,10 @@ def main(
         return code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except BrokenPipeError:
+        if out is sys.stdout:
+            _quiet_stdout()
+        return EXIT_OK
     except TfrGenError as exc:
         Messages(command_name, err).error(str(exc))
         return EXIT_ERROR
