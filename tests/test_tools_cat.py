@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_process import shell, tfr_gen
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_tools_common import (
     CUSTOMERS,
     ROOT,
@@ -26,8 +29,12 @@ from test_tools_common import (
     tf_write,
 )
 
+from codegen.cli.commands.cat import _raw_json
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
+from codegen.tools.dynamic import load_record
+from codegen.tools.jsonlines import JsonLines
+from codegen.tools.values import value_json
 
 CUSTOMER_SCHEMA = str(ROOT / "schemas" / "customer.yaml")
 
@@ -285,3 +292,162 @@ def test_on_error_raise_is_the_default_and_skip_is_quiet_on_good_files(
     )
     assert run_cli("cat", "g.tfrecord", "--on-error", "ignore", cwd=tmp_path)[0] == 2
     assert "argument --on-error: invalid choice: 'ignore'" in capsys.readouterr().err
+
+
+# --- batches rendered column by column are the lines of the records one by one ------------------
+
+_TEXTS = [b"", b"a", b"Up", "é".encode(), b'say "hi"', b"back\\slash", b"tab\there", b"\xff\xfe",
+          b"nul\x00", "日本".encode(), b"\x7f"]  # fmt: skip
+
+
+@st.composite
+def _raw_feature(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["int", "float", "bytes", "none"]))
+    count = st.integers(0, 3)
+    if kind == "int":
+        values = draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3))
+        return wire.int64_feature(np.array(values, np.int64))
+    if kind == "float":
+        floats = st.one_of(
+            st.floats(width=32), st.sampled_from([0.0, -0.0, 1e-5, 1e16, 1e-45, 3.4e38, 0.1])
+        )
+        return wire.float_feature(np.array(draw(st.lists(floats, max_size=3)), np.float32))
+    if kind == "bytes":
+        return wire.bytes_feature([draw(st.sampled_from(_TEXTS)) for _ in range(draw(count))])
+    return b""
+
+
+@st.composite
+def _raw_example(draw: st.DrawFn) -> bytes:
+    keys = draw(st.lists(st.sampled_from(["a", "b", "é", "", 'q"k', "z"]), unique=True, max_size=4))
+    entries = [wire.map_entry(wire.key_field(k), draw(_raw_feature())) for k in keys]
+    if draw(st.integers(0, 12)) == 0:
+        steps = [wire.feature_list_entry(wire.key_field("s"), [draw(_raw_feature())])]
+        return wire.sequence_example(entries, steps)
+    return wire.example(entries)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_raw_example(), min_size=1, max_size=8), max_size=3))
+def test_raw_batches_render_the_lines_of_their_records(batches: list[list[bytes]]) -> None:
+    renderer = JsonLines()
+    for batch in batches:
+        text = renderer.raw(batch)
+        if text is None:  # a SequenceExample: rendered record by record
+            assert any(wire.has_other_fields(data) for data in batch)
+            continue
+        assert text == "".join(json.dumps(_raw_json(d), ensure_ascii=False) + "\n" for d in batch)
+
+
+DECODED_SCHEMA = """\
+version: 1
+records:
+  R:
+    features:
+      n: {dtype: int16}
+      flag: {dtype: bool, optional: true}
+      x: {dtype: float32, default: 1.5}
+      words: {dtype: string, shape: [null]}
+      blob: {dtype: bytes, optional: true}
+      grid: {dtype: int64, shape: [2, 2]}
+      rows: {dtype: float32, shape: [null, 2]}
+      name: {dtype: string}
+"""
+
+
+@st.composite
+def _decodable(draw: st.DrawFn) -> bytes:
+    words = [draw(st.sampled_from(_TEXTS[:7] + _TEXTS[9:])) for _ in range(draw(st.integers(0, 3)))]
+    features = {
+        "n": wire.int64_feature(np.array([draw(st.integers(-(2**15), 2**15 - 1))])),
+        "words": wire.bytes_feature(words),
+        "grid": wire.int64_feature(np.arange(4) * draw(st.integers(-3, 3))),
+        "rows": wire.float_feature(np.ones(2 * draw(st.integers(0, 2)), np.float32)),
+        "name": wire.bytes_feature([draw(st.sampled_from(_TEXTS[:7] + _TEXTS[9:]))]),
+    }
+    if draw(st.booleans()):
+        features["flag"] = wire.int64_feature(np.array([draw(st.integers(0, 1))]))
+    if draw(st.booleans()):
+        features["x"] = wire.float_feature(np.array([draw(st.floats(width=32))], np.float32))
+    if draw(st.booleans()):
+        features["blob"] = wire.bytes_feature([draw(st.sampled_from(_TEXTS))])
+    return wire.example(
+        wire.map_entry(wire.key_field(k), features[k]) for k in wire.map_key_order(features)
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_decodable(), min_size=1, max_size=8))
+def test_decoded_batches_render_the_lines_of_their_records(
+    tmp_path_factory: pytest.TempPathFactory, batch: list[bytes]
+) -> None:
+    schema = tmp_path_factory.mktemp("decoded") / "r.yaml"
+    schema.write_text(DECODED_SCHEMA)
+    record = load_record(str(schema), None)
+    codec = record.batch_codec
+    columns = codec.decode(batch)
+    text = JsonLines().decoded(record.names, columns, lambda: codec.rows(columns))
+    expected = [
+        json.dumps({k: value_json(v) for k, v in record.decode(d).items()}, ensure_ascii=False)
+        for d in batch
+    ]
+    assert text == "".join(line + "\n" for line in expected)
+
+
+# --- files, pipes and long values -----------------------------------------------------------------
+
+
+def _numbers(path: Path, first: int, count: int) -> None:
+    write_tfrecord(
+        path,
+        [
+            wire.example([wire.map_entry(wire.key_field("n"), wire.int64_scalar_feature(i))])
+            for i in range(first, first + count)
+        ],
+    )
+
+
+def test_several_files_and_globs_name_the_file_of_each_record(tmp_path: Path) -> None:
+    _numbers(tmp_path / "a-1.tfrecord", 0, 3)
+    _numbers(tmp_path / "a-2.tfrecord", 3, 2)
+    done = tfr_gen("cat", "a-*.tfrecord", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        {"file": f"a-{1 + (i > 2)}.tfrecord", "record": i - 3 * (i > 2),
+         "value": {"n": {"int64_list": [i]}}}
+        for i in range(5)
+    ]  # fmt: skip
+    done = tfr_gen(
+        "cat", "a-*.tfrecord", "--skip", "2", "-n", "2", "--format", "text", cwd=tmp_path
+    )
+    assert done.stdout.splitlines() == [
+        "a-1.tfrecord: record 2 (byte offset 60)",  # two 14-byte records, 16 framing bytes each
+        "  'n': int64_list [2]",
+        "a-2.tfrecord: record 0 (byte offset 0)",
+        "  'n': int64_list [3]",
+    ]
+    single = tfr_gen("cat", "a-1.tfrecord", "--format", "json", cwd=tmp_path)
+    assert single.stdout.splitlines()[0] == '{"n": {"int64_list": [0]}}'
+
+
+def test_a_reader_that_stops_early_ends_cat_quietly(tmp_path: Path) -> None:
+    _numbers(tmp_path / "big.tfrecord", 0, 300_000)
+    done = shell("$tfr_gen cat big.tfrecord | head -1", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, '{"n": {"int64_list": [0]}}\n', "")
+    done = shell("$tfr_gen cat big.tfrecord --format text | head -2", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_long_bytes_are_cut_in_text_unless_full(tmp_path: Path) -> None:
+    long = b"x" * 20_000
+    entry = wire.map_entry(wire.key_field("blob"), wire.bytes_feature([long, b"\xff" * 30_000]))
+    write_tfrecord(tmp_path / "b.tfrecord", [wire.example([entry])])
+    done = tfr_gen("cat", "b.tfrecord", "--format", "text", cwd=tmp_path)
+    line = done.stdout.splitlines()[1]
+    assert len(line) < 250
+    assert line == (
+        "  'blob': bytes_list ['" + "x" * 77 + "'... (20,000 bytes), b'" + "\\xff" * 18
+        + "'... (30,000 bytes)]"
+    )  # fmt: skip
+    full = tfr_gen("cat", "b.tfrecord", "--format", "text", "--full", cwd=tmp_path)
+    assert "['" + "x" * 20_000 + "', b'" + "\\xff" * 30_000 + "']" in full.stdout

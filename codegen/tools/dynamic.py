@@ -9,6 +9,7 @@ context features from the context and its sequence features from the feature lis
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from codegen.errors import TfrGenError
 from codegen.generator.ir import FeatureIR, RecordIR, SchemaIR
 from codegen.generator.load import load_schema
 from codegen.runtime.codec import registry
+from codegen.runtime.codec.batch import BatchCodec
 from codegen.runtime.codec.features import NO_DEFAULT, Codec
 from codegen.runtime.codec.plan import example_decoder
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
@@ -63,6 +65,13 @@ class DynamicRecord:
         self.names = tuple(f.name for f in record.all_features)
         self._decode = example_decoder(
             record.name, self.codecs, self.sequence_codecs if self.is_sequence else None
+        )
+
+    @functools.cached_property
+    def batch_codec(self) -> BatchCodec:
+        """The columnar codec of the record, as a generated ``<Record>Batch`` uses it."""
+        return BatchCodec(
+            self.name, self.codecs, self.sequence_codecs if self.is_sequence else None
         )
 
     def parse(self, data: bytes) -> tuple[Features, FeatureLists]:

@@ -18,7 +18,7 @@ import numpy as np
 from codegen.dtypes import Kind, Wire
 from codegen.errors import RecordError
 from codegen.generator.ir import FeatureIR
-from codegen.runtime.codec.batch import ABSENT, BatchCodec, KeyScan, scan_keys
+from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
 from codegen.runtime.codec.wire import decode_bytes_list, decode_float_list, decode_int64_list
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.tools.anomalies import (
@@ -436,9 +436,7 @@ class _Checker:
         ]
         self.rules = [rule for rule in rules if rule is not None]
         self.codec = (
-            BatchCodec(record.name, list(record.codecs))
-            if self.example and len(self.rules) < len(rules)
-            else None
+            record.batch_codec if self.example and len(self.rules) < len(rules) else None
         )  # for the features no rule covers
         self.keys: list[bytes] = [
             key.encode("utf-8") for section, key in self.declared if section == self.context

@@ -35,6 +35,8 @@ Json: TypeAlias = None | bool | int | float | str | list["Json"] | dict[str, "Js
 
 TEXT_ITEMS = 10
 """How many items of a list the text form shows before ``...``."""
+TEXT_BYTES = 80
+"""About how many characters of a long string or bytes value the text form shows."""
 
 
 def float32_text(value: float) -> str:
@@ -108,50 +110,71 @@ def feature_json(kind: int, body: bytes) -> Json:
     return {Wire(kind).list_name: items}
 
 
-def _items_text(items: Sequence[Any], total: int | None = None) -> str:
-    """``[a, b, ...]`` of already rendered items, cut after :data:`TEXT_ITEMS` with the count."""
+def _items_text(items: Sequence[Any], total: int | None = None, full: bool = False) -> str:
+    """``[a, b, ...]`` of already rendered items, cut after :data:`TEXT_ITEMS` with the count
+    (unless ``full``)."""
+    if full or len(items) <= TEXT_ITEMS:
+        return f"[{', '.join(items)}]"
     shown = ", ".join(items[:TEXT_ITEMS])
-    if len(items) <= TEXT_ITEMS:
-        return f"[{shown}]"
     return f"[{shown}, ...] ({total if total is not None else len(items)} values)"
 
 
-def _bytes_text(data: bytes) -> str:
-    """Raw bytes for people: as text when valid UTF-8 (``'abc'``), else ``b'\\xff'``."""
+def _short(value: str | bytes, full: bool) -> str:
+    """The ``repr`` of a string or bytes value; a long one is cut to about :data:`TEXT_BYTES`
+    characters (never inside an escape) and followed by its size in bytes, unless ``full``."""
+    text = repr(value)
+    if full or len(text) <= TEXT_BYTES:
+        return text
+    size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+    keep = TEXT_BYTES
+    while len(shown := repr(value[:keep])) > TEXT_BYTES and keep > 1:
+        keep = max(1, keep * TEXT_BYTES // len(shown) - 1)
+    return f"{shown}... ({size:,} bytes)"
+
+
+def _bytes_text(data: bytes, full: bool = False) -> str:
+    """Raw bytes for people: as text when valid UTF-8 (``'abc'``), else ``b'\\xff'``; long
+    ones cut (unless ``full``)."""
     try:
-        return repr(data.decode("utf-8"))
+        return _short(data.decode("utf-8"), full)
     except UnicodeDecodeError:
-        return repr(data)
+        return _short(data, full)
 
 
-def value_text(value: object) -> str:
-    """A decoded attribute value for people: ``29``, ``'Inception'``, ``[9.0, 9.7]``, ``None``."""
+def value_text(value: object, full: bool = False) -> str:
+    """A decoded attribute value for people: ``29``, ``'Inception'``, ``[9.0, 9.7]``, ``None``;
+    long lists and strings cut (unless ``full``)."""
     if isinstance(value, float):
         return float32_text(value)
+    many = None if full else TEXT_ITEMS + 1
     if isinstance(value, np.ndarray):
         if value.ndim > 1:
-            return _items_text([value_text(row) for row in value[: TEXT_ITEMS + 1]], len(value))
-        head = value[: TEXT_ITEMS + 1].tolist()
+            rows = [value_text(row, full) for row in value[:many]]
+            return _items_text(rows, len(value), full)
+        head = value[:many].tolist()
         show = float32_text if value.dtype.kind == "f" else str
-        return _items_text([show(x) for x in head], value.size)
+        return _items_text([show(x) for x in head], value.size, full)
     if isinstance(value, list):
-        return _items_text([value_text(item) for item in value[: TEXT_ITEMS + 1]], len(value))
+        return _items_text([value_text(item, full) for item in value[:many]], len(value), full)
+    if isinstance(value, str | bytes):
+        return _short(value, full)
     return repr(value)
 
 
-def feature_text(kind: int, body: bytes) -> str:
-    """A parsed ``Feature`` for people: ``int64_list [29]``, ``bytes_list ['a', 'b']``.
+def feature_text(kind: int, body: bytes, full: bool = False) -> str:
+    """A parsed ``Feature`` for people: ``int64_list [29]``, ``bytes_list ['a', 'b']``; long
+    lists and values cut (unless ``full``).
 
     :class:`~codegen.errors.RecordError` when the list body is malformed.
     """
     if not kind:
         return "no list"
     values = _decoded(kind, body)
-    head = values[: TEXT_ITEMS + 1]
+    head = values if full else values[: TEXT_ITEMS + 1]
     if kind == Wire.FLOAT:
         rendered = [float32_text(x) for x in head]
     elif kind == Wire.BYTES:
-        rendered = [_bytes_text(x) for x in head]
+        rendered = [_bytes_text(x, full) for x in head]
     else:
         rendered = [str(x) for x in head]
-    return f"{Wire(kind).list_name} {_items_text(rendered, len(values))}"
+    return f"{Wire(kind).list_name} {_items_text(rendered, len(values), full)}"

@@ -1,0 +1,333 @@
+"""JSON lines of many records at once: what ``tfr-gen cat --format json`` prints, built column by
+column.
+
+The text is exactly what rendering each record alone gives (:func:`codegen.tools.values`'s JSON
+forms through ``json.dumps(..., ensure_ascii=False)``), but the work is done per column of a batch:
+the values of a key are turned into text together (integers by ``str``, float32 values once per
+distinct value, ASCII strings that need no escape straight from the joined bytes), joined into one
+text per record with separators placed by numpy, and the lines are put together by one
+``str.join`` per group of records that hold the same keys with the same list kinds.
+
+:meth:`JsonLines.raw` renders Examples without a schema (``{"key": {"int64_list": [...]}}``),
+:meth:`JsonLines.decoded` the columns of a :class:`~codegen.runtime.codec.batch.BatchCodec`
+(``{"attribute": value}``). A batch they cannot render (a SequenceExample, a record that does not
+parse) is left to per-record rendering: :meth:`JsonLines.raw` returns ``None`` for it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from codegen.dtypes import Wire
+from codegen.errors import RecordError
+from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
+from codegen.runtime.codec.columns import Masked, Ragged
+from codegen.tools.values import bytes_json, float32_json, value_json
+
+__all__ = ["FloatTexts", "JsonLines"]
+
+_END = "\x00"
+"""Ends each record's text in a joined run (a character no JSON text holds unescaped)."""
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _int_texts(values: npt.NDArray[np.integer[Any]]) -> list[str]:
+    return list(map(str, values.tolist()))
+
+
+class FloatTexts:
+    """The JSON text of float32 values, each distinct bit pattern made once and remembered (up to
+    :attr:`LIMIT` of them)."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self._texts: dict[int, str] = {}
+
+    def __call__(self, values: npt.NDArray[np.floating[Any]]) -> list[str]:
+        bits: list[int] = values.astype(np.float32, copy=False).view(np.uint32).tolist()
+        texts = self._texts
+        try:
+            return list(map(texts.__getitem__, bits))
+        except KeyError:
+            pass
+        if len(texts) > self.LIMIT:
+            texts.clear()
+        for pattern in set(bits).difference(texts):
+            value = float32_json(float(np.array(pattern, np.uint32).view(np.float32)))
+            texts[pattern] = repr(value) if isinstance(value, float) else _json(value)
+        return list(map(texts.__getitem__, bits))
+
+
+def _bytes_texts(values: Sequence[bytes]) -> list[str]:
+    try:
+        return list(map(encode_basestring, map(bytes.decode, values)))
+    except UnicodeDecodeError:
+        return [_json(bytes_json(value)) for value in values]
+
+
+def _strings(values: list[Any]) -> list[str] | None:
+    """The JSON texts of a column of ``str`` or of ``bytes`` values (as a batch decodes them),
+    or ``None`` for anything else."""
+    try:
+        return list(map(encode_basestring, values))
+    except TypeError:
+        pass
+    try:
+        return _bytes_texts(values)
+    except (TypeError, AttributeError):
+        return None
+
+
+_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
+"""The characters a JSON string escapes (``ensure_ascii=False``)."""
+
+
+def _plain_texts(values: list[Any]) -> bool:
+    """Whether ``values`` are ``str`` whose JSON strings are their text between quotes."""
+    try:
+        return _ESCAPED.search("".join(values)) is None
+    except TypeError:
+        return False
+
+
+def _runs(
+    texts: Sequence[str],
+    counts: npt.NDArray[np.int64],
+    head: str,
+    tail: str,
+    empty: str,
+    separator: str = ", ",
+) -> list[str]:
+    """Per record: ``head + separator.join(its texts) + tail``, or ``empty`` when it has none;
+    the records' texts follow one another in ``texts``, ``counts[i]`` of them for record ``i``."""
+    held = counts > 0
+    if not held.any():
+        return [empty] * len(counts)
+    pieces = [separator] * (2 * len(texts))  # text, separator, text, ...
+    pieces[::2] = texts
+    closing = tail + _END + head
+    for at in (2 * np.cumsum(counts[held]) - 1).tolist():  # after each record's last text
+        pieces[at] = closing
+    runs = (head + "".join(pieces)).split(_END)[:-1]
+    if held.all():
+        return runs
+    return _scatter(len(counts), empty, held, runs)
+
+
+def _scatter(size: int, fill: str, mask: npt.NDArray[np.bool_], values: list[str]) -> list[str]:
+    """``size`` texts: ``values`` where ``mask`` is set, in order, ``fill`` elsewhere."""
+    result = [fill] * size
+    for at, value in zip(np.flatnonzero(mask).tolist(), values, strict=True):
+        result[at] = value
+    return result
+
+
+def _plain_ascii(data: bytes) -> bool:
+    """Whether the JSON string of each value in ``data`` is its bytes between quotes: ASCII
+    without ``"``, ``\\`` or control characters."""
+    return (
+        data.isascii()
+        and b'"' not in data
+        and b"\\" not in data
+        and (not data or int(np.frombuffer(data, np.uint8).min()) >= 0x20)
+    )
+
+
+def _blob_runs(
+    blob: memoryview, sizes: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], head: str,
+    tail: str, empty: str,
+) -> list[str]:  # fmt: skip
+    """:func:`_runs` of the JSON strings of byte strings joined in ``blob`` (``sizes``: the size
+    of each): when the bytes are plain ASCII (:func:`_plain_ascii`), each value is its bytes
+    between quotes, and the separators are put in the whole at once."""
+    data = bytes(blob)
+    if not _plain_ascii(data):
+        return _runs(_bytes_texts(_split(data, sizes)), counts, head, tail, empty)
+    held = counts > 0
+    if not held.any():
+        return [empty] * len(counts)
+    # Mark the end of each value in the bytes (neither mark can be in plain ASCII): \x01 between
+    # the values of a record, \x00 after its last; then the marks become the JSON separators.
+    ends = np.cumsum(sizes)
+    marks = np.ones(len(sizes), np.uint8)
+    marks[np.cumsum(counts[held]) - 1] = 0
+    marked = np.insert(np.frombuffer(data, np.uint8), ends, marks).tobytes().decode("ascii")
+    text = marked.replace("\x01", '", "').replace(_END, '"' + tail + _END + head + '"')
+    runs = (head + '"' + text).split(_END)[:-1]
+    return runs if held.all() else _scatter(len(counts), empty, held, runs)
+
+
+_LISTS = {Wire.INT64: "int64_list", Wire.FLOAT: "float_list", Wire.BYTES: "bytes_list"}
+
+
+def _feature_texts(scan: KeyScan, floats: FloatTexts) -> list[str]:
+    """The JSON text of each record's ``Feature`` of one key (``{}`` for one with no list, ``""``
+    for an absent key), as :func:`codegen.tools.values.feature_json` gives it."""
+    kinds = scan.kinds
+    result: list[str] | None = None
+    for wire, name in _LISTS.items():
+        mask = kinds == wire
+        if not mask.any():
+            continue
+        counts = scan.counts[mask]
+        head, tail, empty = f'{{"{name}": [', "]}", f'{{"{name}": []}}'
+        if wire is Wire.INT64:
+            texts = _runs(_int_texts(scan.ints), counts, head, tail, empty)
+        elif wire is Wire.FLOAT:
+            texts = _runs(floats(scan.floats), counts, head, tail, empty)
+        else:
+            assert scan.blob is not None and scan.sizes is not None
+            texts = _blob_runs(scan.blob, scan.sizes, counts, head, tail, empty)
+        if result is None and mask.all():
+            return texts  # the usual key: one list kind in every record
+        if result is None:
+            result = _scatter(len(kinds), "", kinds == 0, ["{}"] * int(np.sum(kinds == 0)))
+        for at, text in zip(np.flatnonzero(mask).tolist(), texts, strict=True):
+            result[at] = text
+    return result if result is not None else ["{}" if k == 0 else "" for k in kinds.tolist()]
+
+
+def _split(data: bytes, sizes: npt.NDArray[np.int64]) -> list[bytes]:
+    ends = np.cumsum(sizes).tolist()
+    return [data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def _lines(
+    names: Sequence[str], columns: Sequence[list[str]], present: npt.NDArray[np.bool_]
+) -> str:
+    """The lines (``"\\n"`` after each) of the records: ``{"name": text, ...}`` of the present
+    ``columns`` of each record; ``present[k, i]`` says whether record ``i`` has column ``k``."""
+    size = int(present.shape[1])
+    if not size or not names:
+        return "{}\n" * size
+    quoted = [_json(name) for name in names]
+    if present.all():  # the usual batch: every record has every key
+        return _group_lines(quoted, columns)
+    patterns, group = np.unique(present.T, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    lines = np.empty(size, dtype=object)
+    arrays = [np.array(column, dtype=object) for column in columns]
+    for number, pattern in enumerate(patterns):
+        members = np.flatnonzero(group == number)
+        used = [k for k in range(len(names)) if pattern[k]]
+        text = _group_lines(
+            [quoted[k] for k in used], [arrays[k][members].tolist() for k in used], len(members)
+        )
+        lines[members] = [line + "\n" for line in text.split("\n")[:-1]]
+    joined: str = "".join(lines.tolist())
+    return joined
+
+
+def _group_lines(quoted: Sequence[str], columns: Sequence[list[str]], size: int = 0) -> str:
+    """The lines of records that all have the columns: ``{"name": text, ...}\\n`` each
+    (``size`` records when there is no column)."""
+    if not columns:
+        return "{}\n" * size
+    count = len(columns[0])
+    pieces = [""] * (2 * len(columns) + 1) * count
+    width = 2 * len(columns) + 1
+    for k, (name, column) in enumerate(zip(quoted, columns, strict=True)):
+        pieces[2 * k :: width] = [("{" if k == 0 else ", ") + name + ": "] * count
+        pieces[2 * k + 1 :: width] = column
+    pieces[width - 1 :: width] = ["}\n"] * count
+    return "".join(pieces)
+
+
+class JsonLines:
+    """Renders batches of records as JSON lines, remembering across batches the keys seen
+    (:meth:`raw` scans a batch for them, and again when it holds others) and the text of float
+    values."""
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.floats = FloatTexts()
+
+    def raw(self, records: Sequence[bytes]) -> str | None:
+        """The JSON lines of Examples without a schema (keys in byte order), or ``None`` when a
+        record is not an Example that parses (the caller renders those batches record by
+        record)."""
+        keys = self.keys
+        try:
+            while True:
+                unrequested: dict[bytes, int] = {}
+                irregular: list[int] = []
+                scans = scan_keys(records, keys, keys, unrequested=unrequested, irregular=irregular)
+                if irregular:
+                    return None
+                if not unrequested:
+                    break
+                keys.extend(unrequested)
+        except RecordError:
+            return None
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        held = [k for k in order if np.any(scans[k].kinds != ABSENT)]
+        names = [keys[k].decode("utf-8") for k in held]
+        columns = [_feature_texts(scans[k], self.floats) for k in held]
+        present = np.array([scans[k].kinds != ABSENT for k in held], dtype=np.bool_)
+        return _lines(names, columns, present.reshape(len(held), len(records)))
+
+    def decoded(
+        self,
+        names: Sequence[str],
+        columns: Sequence[Any],
+        rows: Callable[[], list[tuple[Any, ...]]],
+    ) -> str:
+        """The JSON lines of a decoded batch: ``{"name": value, ...}`` per record, attributes in
+        ``names`` order; ``rows()`` gives each record's values for the columns whose layout is
+        rendered record by record (nested lists, arrays of several dimensions)."""
+        size = len(columns[0]) if columns else 0
+        texts: list[list[str]] = []
+        per_record: list[tuple[Any, ...]] | None = None
+        for k, column in enumerate(columns):
+            rendered = self._value_texts(column, size)
+            if rendered is None:
+                per_record = rows() if per_record is None else per_record
+                rendered = [_json(value_json(row[k])) for row in per_record]
+            texts.append(rendered)
+        return _lines(names, texts, np.ones((len(names), size), dtype=np.bool_))
+
+    def _value_texts(self, column: Any, size: int) -> list[str] | None:
+        """The JSON text of each record's value in a column of a decoded batch, or ``None`` for
+        a layout rendered record by record."""
+        if isinstance(column, Masked):
+            inner = self._value_texts(column.values, size)
+            if inner is None:
+                return None
+            present = np.asarray(column.present, dtype=np.bool_).tolist()
+            return [text if held else "null" for text, held in zip(inner, present, strict=True)]
+        if isinstance(column, np.ndarray) and column.ndim == 1:
+            return self._scalars(column)
+        if isinstance(column, Ragged) and column.row_splits.ndim == 1:
+            values = column.values
+            counts = np.diff(column.row_splits).astype(np.int64)
+            if isinstance(values, np.ndarray) and values.ndim == 1:
+                return _runs(self._scalars(values), counts, "[", "]", "[]")
+            if isinstance(values, list):
+                if _plain_texts(values):  # each JSON string is the text between quotes
+                    return _runs(values, counts, '["', '"]', "[]", '", "')
+                texts = _strings(values)
+                return None if texts is None else _runs(texts, counts, "[", "]", "[]")
+            return None
+        if isinstance(column, list) and len(column) == size:
+            return _strings(column)
+        return None
+
+    def _scalars(self, values: npt.NDArray[Any]) -> list[str]:
+        kind = values.dtype.kind
+        if kind == "b":
+            texts: list[str] = np.where(values, "true", "false").tolist()
+            return texts
+        if kind == "f":
+            return self.floats(values)
+        return _int_texts(values)
