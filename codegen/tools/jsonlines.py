@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -168,10 +169,38 @@ def _blob_runs(
     return runs if held.all() else _scatter(len(counts), empty, held, runs)
 
 
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """The JSON text of one value per record, as ``head + texts[i] + tail``."""
+
+    texts: list[str]
+    head: str = ""
+    tail: str = ""
+
+
 _LISTS = {Wire.INT64: "int64_list", Wire.FLOAT: "float_list", Wire.BYTES: "bytes_list"}
 
 
-def _feature_texts(scan: KeyScan, floats: FloatTexts) -> list[str]:
+def _single_values(scan: KeyScan, wire: Wire, floats: FloatTexts) -> _Column | None:
+    """The column of a key that holds one value of ``wire``'s kind in every record: the values'
+    texts, the list around them in ``head`` and ``tail``; ``None`` for another key."""
+    if not (scan.kinds == wire).all() or not (scan.counts == 1).all():
+        return None
+    head, tail = f'{{"{_LISTS[wire]}": [', "]}"
+    if wire is Wire.INT64:
+        return _Column(_int_texts(scan.ints), head, tail)
+    if wire is Wire.FLOAT:
+        return _Column(floats(scan.floats), head, tail)
+    assert scan.blob is not None and scan.sizes is not None
+    data = bytes(scan.blob)
+    if not _plain_ascii(data):
+        return _Column(_bytes_texts(_split(data, scan.sizes)), head, tail)
+    ends = np.cumsum(scan.sizes)
+    marked = np.insert(np.frombuffer(data, np.uint8), ends, np.uint8(0)).tobytes()
+    return _Column(marked.decode("ascii").split(_END)[:-1], head + '"', '"' + tail)
+
+
+def _feature_texts(scan: KeyScan, floats: FloatTexts) -> _Column:
     """The JSON text of each record's ``Feature`` of one key (``{}`` for one with no list, ``""``
     for an absent key), as :func:`codegen.tools.values.feature_json` gives it."""
     kinds = scan.kinds
@@ -180,6 +209,9 @@ def _feature_texts(scan: KeyScan, floats: FloatTexts) -> list[str]:
         mask = kinds == wire
         if not mask.any():
             continue
+        single = _single_values(scan, wire, floats)
+        if single is not None:
+            return single
         counts = scan.counts[mask]
         head, tail, empty = f'{{"{name}": [', "]}", f'{{"{name}": []}}'
         if wire is Wire.INT64:
@@ -190,12 +222,14 @@ def _feature_texts(scan: KeyScan, floats: FloatTexts) -> list[str]:
             assert scan.blob is not None and scan.sizes is not None
             texts = _blob_runs(scan.blob, scan.sizes, counts, head, tail, empty)
         if result is None and mask.all():
-            return texts  # the usual key: one list kind in every record
+            return _Column(texts)  # the usual key: one list kind in every record
         if result is None:
             result = _scatter(len(kinds), "", kinds == 0, ["{}"] * int(np.sum(kinds == 0)))
         for at, text in zip(np.flatnonzero(mask).tolist(), texts, strict=True):
             result[at] = text
-    return result if result is not None else ["{}" if k == 0 else "" for k in kinds.tolist()]
+    if result is None:
+        result = ["{}" if k == 0 else "" for k in kinds.tolist()]
+    return _Column(result)
 
 
 def _split(data: bytes, sizes: npt.NDArray[np.int64]) -> list[bytes]:
@@ -203,9 +237,7 @@ def _split(data: bytes, sizes: npt.NDArray[np.int64]) -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
-def _lines(
-    names: Sequence[str], columns: Sequence[list[str]], present: npt.NDArray[np.bool_]
-) -> str:
+def _lines(names: Sequence[str], columns: Sequence[_Column], present: npt.NDArray[np.bool_]) -> str:
     """The lines (``"\\n"`` after each) of the records: ``{"name": text, ...}`` of the present
     ``columns`` of each record; ``present[k, i]`` says whether record ``i`` has column ``k``."""
     size = int(present.shape[1])
@@ -213,34 +245,35 @@ def _lines(
         return "{}\n" * size
     quoted = [_json(name) for name in names]
     if present.all():  # the usual batch: every record has every key
-        return _group_lines(quoted, columns)
+        return _group_lines(quoted, columns, size)
     patterns, group = np.unique(present.T, axis=0, return_inverse=True)
     group = group.reshape(-1)
     lines = np.empty(size, dtype=object)
-    arrays = [np.array(column, dtype=object) for column in columns]
+    arrays = [np.array(column.texts, dtype=object) for column in columns]
     for number, pattern in enumerate(patterns):
         members = np.flatnonzero(group == number)
         used = [k for k in range(len(names)) if pattern[k]]
-        text = _group_lines(
-            [quoted[k] for k in used], [arrays[k][members].tolist() for k in used], len(members)
-        )
+        subset = [
+            _Column(arrays[k][members].tolist(), columns[k].head, columns[k].tail) for k in used
+        ]
+        text = _group_lines([quoted[k] for k in used], subset, len(members))
         lines[members] = [line + "\n" for line in text.split("\n")[:-1]]
     joined: str = "".join(lines.tolist())
     return joined
 
 
-def _group_lines(quoted: Sequence[str], columns: Sequence[list[str]], size: int = 0) -> str:
-    """The lines of records that all have the columns: ``{"name": text, ...}\\n`` each
-    (``size`` records when there is no column)."""
+def _group_lines(quoted: Sequence[str], columns: Sequence[_Column], size: int) -> str:
+    """The lines of ``size`` records that all have the columns: ``{"name": text, ...}\\n``."""
     if not columns:
         return "{}\n" * size
-    count = len(columns[0])
-    pieces = [""] * (2 * len(columns) + 1) * count
     width = 2 * len(columns) + 1
+    pieces = [""] * width * size
+    before = "{"
     for k, (name, column) in enumerate(zip(quoted, columns, strict=True)):
-        pieces[2 * k :: width] = [("{" if k == 0 else ", ") + name + ": "] * count
-        pieces[2 * k + 1 :: width] = column
-    pieces[width - 1 :: width] = ["}\n"] * count
+        pieces[2 * k :: width] = [before + name + ": " + column.head] * size
+        pieces[2 * k + 1 :: width] = column.texts
+        before = column.tail + ", "
+    pieces[width - 1 :: width] = [columns[-1].tail + "}\n"] * size
     return "".join(pieces)
 
 
@@ -287,14 +320,14 @@ class JsonLines:
         ``names`` order; ``rows()`` gives each record's values for the columns whose layout is
         rendered record by record (nested lists, arrays of several dimensions)."""
         size = len(columns[0]) if columns else 0
-        texts: list[list[str]] = []
+        texts: list[_Column] = []
         per_record: list[tuple[Any, ...]] | None = None
         for k, column in enumerate(columns):
             rendered = self._value_texts(column, size)
             if rendered is None:
                 per_record = rows() if per_record is None else per_record
                 rendered = [_json(value_json(row[k])) for row in per_record]
-            texts.append(rendered)
+            texts.append(_Column(rendered))
         return _lines(names, texts, np.ones((len(names), size), dtype=np.bool_))
 
     def _value_texts(self, column: Any, size: int) -> list[str] | None:

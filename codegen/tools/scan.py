@@ -67,12 +67,14 @@ class ScannedRecord:
 @dataclass(frozen=True, slots=True)
 class ScannedBatch:
     """Consecutive records of one file read by :meth:`Scanner.batches`: ``records[i]`` is the
-    record ``index + i`` of ``path``, and the first one's header is at byte ``offset``."""
+    record ``index + i`` of ``path``, and the first one's header is at byte ``offset``;
+    ``size`` is the records' bytes (``-1``: not counted)."""
 
     path: str
     index: int
     offset: int
     records: list[bytes]
+    size: int = -1
 
     def __len__(self) -> int:
         return len(self.records)
@@ -181,10 +183,12 @@ class Scanner:
             ):
                 for records in reader.batches():
                     first = reader.index - len(records)
-                    offset = reader.offset - sum(map(len, records)) - 16 * len(records)
+                    size = sum(map(len, records))
+                    offset = reader.offset - size - 16 * len(records)
                     if self.limit is not None and self.records + len(records) > self.limit:
                         records = records[: self.limit - self.records]
-                    yield ScannedBatch(path, first, offset, records)
+                        size = sum(map(len, records))
+                    yield ScannedBatch(path, first, offset, records, size)
                     if progress is not None:
                         progress.update(done + file.tell(), self.records)
                     if self.limit is not None and self.records >= self.limit:
@@ -202,7 +206,7 @@ class Scanner:
         """The records of every file, a list at a time (one per buffer the reader fills, about
         1 MiB of the stream), in order; each batch is counted as it is handed out."""
         for batch in self._read():
-            self._count(len(batch.records), sum(map(len, batch.records)))
+            self._count(len(batch.records), batch.size)
             yield batch
 
     def __iter__(self) -> Iterator[ScannedRecord]:
