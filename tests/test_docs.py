@@ -8,11 +8,10 @@ import ast
 import re
 import shlex
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from codegen.cli.commands import COMMANDS
+from codegen.cli.commands import COMMANDS, Command
 from codegen.compat import markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,9 +50,9 @@ def test_versioning_page_holds_the_compatibility_table() -> None:
     assert markdown_table() in (ROOT / "docs" / "versioning.md").read_text(encoding="utf-8")
 
 
-def _options(command: ModuleType) -> list[str]:
+def _options(command: Command) -> list[str]:
     parser = argparse.ArgumentParser()
-    command.configure(parser)
+    command.load().configure(parser)
     return [
         option
         for action in parser._actions
@@ -62,10 +61,10 @@ def _options(command: ModuleType) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[c.NAME for c in COMMANDS])
-def test_cli_page_documents_every_command_and_option(command: ModuleType) -> None:
+@pytest.mark.parametrize("command", COMMANDS, ids=[c.name for c in COMMANDS])
+def test_cli_page_documents_every_command_and_option(command: Command) -> None:
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    name: str = command.NAME
+    name = command.name
     section = page.split(f"\n## {name}\n", 1)
     assert len(section) == 2, f"docs/cli.md has no section '## {name}'"
     body = section[1].split("\n## ", 1)[0]

@@ -29,7 +29,7 @@ from codegen.cli.commands import COMMANDS
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages, prefix
 from codegen.errors import TfrGenError
-from codegen.generator.api import SCHEMA_SUFFIXES
+from codegen.generator.naming import SCHEMA_SUFFIXES
 
 DEFAULT_COMMAND = "generate"
 _TOP_OPTIONS = frozenset({"-h", "--help", "--version"})
@@ -61,7 +61,9 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(selected: str | None) -> argparse.ArgumentParser:
+    """The parser of the command line; only the ``selected`` command's options are added (its
+    module loaded)."""
     parser = _Parser(
         prog="tfr-gen",
         description=(
@@ -78,7 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
-        command.configure(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
+        parser_of_command = sub.add_parser(
+            command.name, help=command.help, description=command.help
+        )
+        if command.name == selected:
+            command.load().configure(parser_of_command)
     return parser
 
 
@@ -114,7 +120,7 @@ def resolve_command(arguments: Sequence[str]) -> list[str]:
 
     :class:`TfrGenError` for a first word that is neither a command nor a schema path.
     """
-    names = [command.NAME for command in COMMANDS]
+    names = [command.name for command in COMMANDS]
     position = _first_word(arguments)
     if position is None:
         if any(a not in _TOP_OPTIONS for a in arguments):
@@ -157,14 +163,14 @@ def main(
     command_name: str | None = None
     try:
         arguments = resolve_command(list(sys.argv[1:] if argv is None else argv))
-        parser = _parser()
+        selected = next((c for c in COMMANDS if arguments and c.name == arguments[0]), None)
+        parser = _parser(None if selected is None else selected.name)
         args = parser.parse_args(arguments)
-        if args.command is None:
+        if args.command is None or selected is None:
             parser.print_help(err)
             return EXIT_ERROR
         command_name = args.command
-        command = next(c for c in COMMANDS if c.NAME == args.command)
-        code: int = command.run(args, out, err)
+        code: int = selected.load().run(args, out, err)
         return code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR

@@ -10,6 +10,9 @@ import keyword
 import re
 import sys
 
+SCHEMA_SUFFIXES = (".yaml", ".yml")
+"""The file name suffixes of schema files (a directory is searched for them)."""
+
 RECORD_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
 """Record names are CamelCase: they become class names."""
 

@@ -1,13 +1,71 @@
 """The ``tfr-gen`` subcommands.
 
-Each module defines ``NAME``, ``HELP``, ``configure(parser)`` and ``run(args, out, err) -> int``; ``COMMANDS`` lists
-them in the order ``--help`` shows them.
+Each command is a module of this package that defines ``NAME``, ``configure(parser)`` and
+``run(args, out, err) -> int``. :data:`COMMANDS` lists them, with the help ``--help`` shows, in
+that order; a module is imported only when its command runs (or its options are shown), so that
+``tfr-gen --version`` and each command start without loading what the others need.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from types import ModuleType
 
-from codegen.cli.commands import cat, diff, generate, index, infer, jsonschema, stats, validate
 
-COMMANDS: tuple[ModuleType, ...] = (generate, diff, infer, validate, cat, stats, index, jsonschema)
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A subcommand: its name, the module that implements it and its one-line help."""
+
+    name: str
+    module: str
+    help: str
+
+    def load(self) -> ModuleType:
+        """The command's module (``configure`` and ``run``)."""
+        return importlib.import_module(f"codegen.cli.commands.{self.module}")
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "generate",
+        "generate",
+        "generate one Python module per schema (the default command)",
+    ),
+    Command(
+        "diff",
+        "diff",
+        "list the changes between two versions of a schema and check that they keep data readable",
+    ),
+    Command(
+        "infer",
+        "infer",
+        "infer a schema from TFRecord files (dtypes, shapes, optional features, names)",
+    ),
+    Command(
+        "validate",
+        "validate",
+        "check TFRecord files against a schema, reporting every problem with its position",
+    ),
+    Command(
+        "cat",
+        "cat",
+        "print the records of TFRecord files as JSON lines or readable text",
+    ),
+    Command(
+        "stats",
+        "stats",
+        "statistics of TFRecord files per key: presence, list kinds, counts, ranges, lengths",
+    ),
+    Command(
+        "index",
+        "index",
+        "write FILE.index (record offsets) beside uncompressed TFRecord files, for random access",
+    ),
+    Command(
+        "json-schema",
+        "jsonschema",
+        "print the JSON Schema of tfr-gen schema files (for editor completion and checks)",
+    ),
+)
+"""Every subcommand, in the order ``--help`` lists them."""

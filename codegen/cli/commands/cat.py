@@ -21,7 +21,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.validate import positive
+from codegen.cli.commands.options import positive
 from codegen.errors import DataError, RecordError
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
@@ -40,7 +40,6 @@ from codegen.tools.values import (
 )
 
 NAME = "cat"
-HELP = "print the records of TFRecord files as JSON lines or readable text"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

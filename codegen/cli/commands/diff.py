@@ -28,14 +28,13 @@ from codegen.compat import (
     overall,
 )
 from codegen.errors import Diagnostic, SchemaError
-from codegen.generator.api import SCHEMA_SUFFIXES
 from codegen.generator.ir import Location, SchemaIR
 from codegen.generator.lower import lower
+from codegen.generator.naming import SCHEMA_SUFFIXES
 from codegen.generator.schema.loader import decode_text, load_yaml
 from codegen.tools.gitfiles import GIT_PREFIX, Repository, read_spec
 
 NAME = "diff"
-HELP = "list the changes between two versions of a schema and check that they keep data readable"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,6 @@ from codegen.cli.commands.messages import Messages, plural
 from codegen.generator.api import display_path, generate
 
 NAME = "generate"
-HELP = "generate one Python module per schema (the default command)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,6 @@ from codegen.errors import TfrGenError
 from codegen.runtime.io.indexed import INDEX_SUFFIX, write_index
 
 NAME = "index"
-HELP = "write FILE.index (record offsets) beside uncompressed TFRecord files, for random access"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages, plural
-from codegen.cli.commands.validate import positive
+from codegen.cli.commands.options import positive
 from codegen.files import check_output, write_atomic
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
@@ -18,7 +18,6 @@ from codegen.tools.observe import Observation
 from codegen.tools.scan import Scanner, expand_inputs
 
 NAME = "infer"
-HELP = "infer a schema from TFRecord files (dtypes, shapes, optional features, names)"
 
 STDOUT_SCHEMA = "inferred.yaml"
 """The file name the schema is checked under when it is printed rather than written."""

@@ -10,7 +10,6 @@ from codegen.cli.commands.exitcodes import EXIT_OK
 from codegen.generator.schema.model import SchemaDoc
 
 NAME = "json-schema"
-HELP = "print the JSON Schema of tfr-gen schema files (for editor completion and checks)"
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 """The JSON Schema dialect pydantic writes."""

@@ -18,7 +18,6 @@ from codegen.tools.statistics import collect_stats, stats_json, stats_text
 from codegen.tools.validation import span_problem
 
 NAME = "stats"
-HELP = "statistics of TFRecord files per key: presence, list kinds, counts, ranges, lengths"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

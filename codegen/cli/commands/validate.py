@@ -15,24 +15,13 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
+from codegen.cli.commands.options import positive
 from codegen.tools.dynamic import load_record
 from codegen.tools.scan import expand_inputs
 from codegen.tools.validation import Problem, validate_files
 from codegen.tools.values import Json
 
 NAME = "validate"
-HELP = "check TFRecord files against a schema, reporting every problem with its position"
-
-
-def positive(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
