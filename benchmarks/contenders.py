@@ -6,7 +6,10 @@ Groups, each with the baseline its ratios are taken against:
 * ``decode`` (vs ``protobuf parse+access``): ``Example`` bytes -> the Python values, per record
   (or per column, for ``decode_batch``);
 * ``read`` (vs TensorFlow's ``tf.data`` pipeline): a TFRecord file -> parsed records (or batches);
-* ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file.
+* ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file;
+* ``scan`` (vs tfr-gen's ``read_tfrecord`` of raw bytes): the ``tfr-gen`` commands that read a
+  whole file (``stats``, ``cat --format json``, ``infer``, ``validate``), run in-process as the
+  command line runs them, their output thrown away.
 
 Each contender's ``run()`` does the whole job once over all records and returns an
 :class:`Outcome` with the number of records it handled. Per-record contenders drop each result
@@ -18,7 +21,9 @@ listed with the reason it was skipped.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence, Sized
@@ -28,11 +33,12 @@ from typing import Any, Literal, Protocol, cast
 
 from benchmarks.prepare import Prepared
 from benchmarks.workloads import ROOT
+from codegen.cli import main as cli_main
 from codegen.runtime import read_tfrecord, write_tfrecord
 
-Group = Literal["encode", "decode", "read", "write"]
+Group = Literal["encode", "decode", "read", "write", "scan"]
 
-GROUPS: tuple[Group, ...] = ("encode", "decode", "read", "write")
+GROUPS: tuple[Group, ...] = ("encode", "decode", "read", "write", "scan")
 """The groups, in report order."""
 
 TFRGEN_ENCODE = "tfr-gen encode"
@@ -49,12 +55,17 @@ TFRGEN_RAW_READ = "tfr-gen runtime read_tfrecord (raw bytes)"
 VAHIDK_READ = "vahidk tfrecord_loader"
 TFRGEN_WRITE = "tfr-gen write_tfrecord"
 TF_WRITE = "TF TFRecordWriter"
+CLI_STATS = "tfr-gen stats FILE"
+CLI_CAT = "tfr-gen cat --format json FILE"
+CLI_INFER = "tfr-gen infer FILE"
+CLI_VALIDATE = "tfr-gen validate SCHEMA FILE"
 
 BASELINES: dict[Group, str] = {
     "encode": PROTOBUF_BUILD,
     "decode": PROTOBUF_PARSE,
     "read": TF_PIPELINE,
     "write": TF_WRITE,
+    "scan": TFRGEN_RAW_READ,
 }
 """The row each group's ratios are taken against."""
 
@@ -73,6 +84,10 @@ NAMES: tuple[str, ...] = (
     VAHIDK_READ,
     TFRGEN_WRITE,
     TF_WRITE,
+    CLI_STATS,
+    CLI_CAT,
+    CLI_INFER,
+    CLI_VALIDATE,
 )
 """Every contender, in report order."""
 
@@ -303,6 +318,25 @@ def _tf_write(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
     return run
 
 
+def _command(p: Prepared, *args: str) -> Callable[[], Outcome]:
+    """``tfr-gen ARGS...`` in-process on the workload's file (``{file}``, ``{schema}`` and
+    ``{record}`` in ``args`` are filled in), output to the null device; a failure stops the run."""
+    schema = ROOT / "schemas" / f"{p.workload.module}.yaml"
+    words = [a.format(file=p.path, schema=schema, record=p.workload.record) for a in args]
+
+    def run() -> Outcome:
+        err = io.StringIO()
+        with open(os.devnull, "w", encoding="utf-8") as out:
+            code = cli_main(words, out=out, err=err)
+        if code != 0:
+            raise SystemExit(
+                f"{p.workload.name}: tfr-gen {' '.join(words)} exited {code}:\n{err.getvalue()}"
+            )
+        return Outcome(p.count)
+
+    return run
+
+
 def contenders(p: Prepared, env: Environment) -> list[Contender]:
     """Every contender on the prepared data, in :data:`NAMES` order (the skipped ones included)."""
     tf, scratch = env.tf, env.scratch
@@ -332,4 +366,12 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         vahidk,
         Contender(TFRGEN_WRITE, "write", _tfrgen_write(p, scratch)),
         with_tf(TF_WRITE, "write", lambda: _tf_write(p, tf, scratch)),
+        Contender(CLI_STATS, "scan", _command(p, "stats", "{file}")),
+        Contender(CLI_CAT, "scan", _command(p, "cat", "--format", "json", "{file}")),
+        Contender(CLI_INFER, "scan", _command(p, "infer", "{file}")),
+        Contender(
+            CLI_VALIDATE,
+            "scan",
+            _command(p, "validate", "{schema}", "{file}", "--record", "{record}"),
+        ),
     ]

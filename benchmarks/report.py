@@ -17,7 +17,8 @@ NOTES = (
     "records/s and MB/s are of the median run over all records; MB = 10**6 bytes of serialized "
     "Examples (TFRecord framing not counted).",
     "ratio = how many times faster than the group's baseline: encode/decode rows against protobuf, "
-    "read and write rows against TensorFlow.",
+    "read and write rows against TensorFlow, scan rows (tfr-gen commands reading the whole file, "
+    "in-process, output discarded) against tfr-gen's raw read_tfrecord.",
     "per-record rows (encode, decode) drop each result before the next record, as a streaming "
     "loop does, so no contender is timed paging in fresh memory for thousands of kept results.",
     "bars compare two rows of one workload; decode_batch and dataset are also held against TF's "
@@ -206,6 +207,7 @@ def write_plot(report: RunReport, path: Path) -> None:
         "decode": "tab:orange",
         "read": "tab:green",
         "write": "tab:purple",
+        "scan": "tab:gray",
     }
     figure, axes = plt.subplots(len(results), 1, figsize=(10, 3.2 * len(results)), squeeze=False)
     for axis, result in zip(axes[:, 0], results, strict=True):
