@@ -4,9 +4,9 @@ column.
 The text is exactly what rendering each record alone gives (:func:`codegen.tools.values`'s JSON
 forms through ``json.dumps(..., ensure_ascii=False)``), but the work is done per column of a batch:
 the values of a key are turned into text together (integers by ``str``, float32 values once per
-distinct value, ASCII strings that need no escape straight from the joined bytes), joined into one
-text per record with separators placed by numpy, and the lines are put together by one
-``str.join`` per group of records that hold the same keys with the same list kinds.
+distinct value, plain ASCII strings straight from their joined bytes), joined into one text per
+record with separators placed by numpy, and the lines are put together by one ``str.join`` per
+group of records that hold the same keys.
 
 :meth:`JsonLines.raw` renders Examples without a schema (``{"key": {"int64_list": [...]}}``),
 :meth:`JsonLines.decoded` the columns of a :class:`~codegen.runtime.codec.batch.BatchCodec`
@@ -42,32 +42,58 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_SMALL_INTS = np.array([str(n) for n in range(1 << 12)], dtype=object)
+"""The texts of the integers below 4096 (ages, labels, counts), looked up rather than made."""
+
+
 def _int_texts(values: npt.NDArray[np.integer[Any]]) -> list[str]:
+    if values.size and 0 <= values.min() and values.max() < len(_SMALL_INTS):
+        texts: list[str] = _SMALL_INTS[values].tolist()
+        return texts
     return list(map(str, values.tolist()))
 
 
 class FloatTexts:
     """The JSON text of float32 values, each distinct bit pattern made once and remembered (up to
-    :attr:`LIMIT` of them)."""
+    :attr:`LIMIT` of them) in a sorted table that a batch is looked up in with numpy."""
 
     LIMIT = 1 << 16
 
     def __init__(self) -> None:
-        self._texts: dict[int, str] = {}
+        self._patterns = np.empty(0, np.uint32)
+        self._texts = np.empty(0, dtype=object)
 
     def __call__(self, values: npt.NDArray[np.floating[Any]]) -> list[str]:
-        bits: list[int] = values.astype(np.float32, copy=False).view(np.uint32).tolist()
-        texts = self._texts
-        try:
-            return list(map(texts.__getitem__, bits))
-        except KeyError:
-            pass
-        if len(texts) > self.LIMIT:
-            texts.clear()
-        for pattern in set(bits).difference(texts):
-            value = float32_json(float(np.array(pattern, np.uint32).view(np.float32)))
-            texts[pattern] = repr(value) if isinstance(value, float) else _json(value)
-        return list(map(texts.__getitem__, bits))
+        bits = values.astype(np.float32, copy=False).view(np.uint32).reshape(-1)
+        at = self._find(bits)
+        if at is None:
+            self._learn(bits)
+            at = self._find(bits)
+            assert at is not None
+        texts: list[str] = self._texts[at].tolist()
+        return texts
+
+    def _find(self, bits: npt.NDArray[np.uint32]) -> npt.NDArray[np.intp] | None:
+        """Where each pattern is in the table, or ``None`` when one is not."""
+        patterns = self._patterns
+        if not patterns.size:
+            return None if bits.size else np.empty(0, np.intp)
+        at = np.minimum(np.searchsorted(patterns, bits), patterns.size - 1)
+        return at if bool(np.all(patterns[at] == bits)) else None
+
+    def _learn(self, bits: npt.NDArray[np.uint32]) -> None:
+        """Adds the patterns of ``bits`` (starting afresh when the table is full)."""
+        if self._patterns.size > self.LIMIT:
+            self._patterns, self._texts = self._patterns[:0], self._texts[:0]
+        new = np.setdiff1d(bits, self._patterns)
+        texts = []
+        for value in new.view(np.float32).tolist():
+            number = float32_json(value)
+            texts.append(repr(number) if isinstance(number, float) else _json(number))
+        patterns = np.concatenate([self._patterns, new])
+        order = np.argsort(patterns, kind="stable")
+        self._patterns = patterns[order]
+        self._texts = np.concatenate([self._texts, np.array(texts, dtype=object)])[order]
 
 
 def _bytes_texts(values: Sequence[bytes]) -> list[str]:
@@ -284,7 +310,8 @@ class JsonLines:
 
     def __init__(self) -> None:
         self.keys: list[bytes] = []
-        self.floats = FloatTexts()
+        self.floats: dict[object, FloatTexts] = {}
+        """A table of float texts per key or column (small tables are quick to look up in)."""
 
     def raw(self, records: Sequence[bytes]) -> str | None:
         """The JSON lines of Examples without a schema (keys in byte order), or ``None`` when a
@@ -306,7 +333,7 @@ class JsonLines:
         order = sorted(range(len(keys)), key=keys.__getitem__)
         held = [k for k in order if np.any(scans[k].kinds != ABSENT)]
         names = [keys[k].decode("utf-8") for k in held]
-        columns = [_feature_texts(scans[k], self.floats) for k in held]
+        columns = [_feature_texts(scans[k], self._floats(keys[k])) for k in held]
         present = np.array([scans[k].kinds != ABSENT for k in held], dtype=np.bool_)
         return _lines(names, columns, present.reshape(len(held), len(records)))
 
@@ -323,29 +350,35 @@ class JsonLines:
         texts: list[_Column] = []
         per_record: list[tuple[Any, ...]] | None = None
         for k, column in enumerate(columns):
-            rendered = self._value_texts(column, size)
+            rendered = self._value_texts(column, size, self._floats(k))
             if rendered is None:
                 per_record = rows() if per_record is None else per_record
                 rendered = [_json(value_json(row[k])) for row in per_record]
             texts.append(_Column(rendered))
         return _lines(names, texts, np.ones((len(names), size), dtype=np.bool_))
 
-    def _value_texts(self, column: Any, size: int) -> list[str] | None:
+    def _floats(self, column: object) -> FloatTexts:
+        table = self.floats.get(column)
+        if table is None:
+            table = self.floats[column] = FloatTexts()
+        return table
+
+    def _value_texts(self, column: Any, size: int, floats: FloatTexts) -> list[str] | None:
         """The JSON text of each record's value in a column of a decoded batch, or ``None`` for
         a layout rendered record by record."""
         if isinstance(column, Masked):
-            inner = self._value_texts(column.values, size)
+            inner = self._value_texts(column.values, size, floats)
             if inner is None:
                 return None
             present = np.asarray(column.present, dtype=np.bool_).tolist()
             return [text if held else "null" for text, held in zip(inner, present, strict=True)]
         if isinstance(column, np.ndarray) and column.ndim == 1:
-            return self._scalars(column)
+            return _scalars(column, floats)
         if isinstance(column, Ragged) and column.row_splits.ndim == 1:
             values = column.values
             counts = np.diff(column.row_splits).astype(np.int64)
             if isinstance(values, np.ndarray) and values.ndim == 1:
-                return _runs(self._scalars(values), counts, "[", "]", "[]")
+                return _runs(_scalars(values, floats), counts, "[", "]", "[]")
             if isinstance(values, list):
                 if _plain_texts(values):  # each JSON string is the text between quotes
                     return _runs(values, counts, '["', '"]', "[]", '", "')
@@ -356,11 +389,13 @@ class JsonLines:
             return _strings(column)
         return None
 
-    def _scalars(self, values: npt.NDArray[Any]) -> list[str]:
-        kind = values.dtype.kind
-        if kind == "b":
-            texts: list[str] = np.where(values, "true", "false").tolist()
-            return texts
-        if kind == "f":
-            return self.floats(values)
-        return _int_texts(values)
+
+def _scalars(values: npt.NDArray[Any], floats: FloatTexts) -> list[str]:
+    """The JSON texts of the numbers or booleans of a 1-D array."""
+    kind = values.dtype.kind
+    if kind == "b":
+        texts: list[str] = np.where(values, "true", "false").tolist()
+        return texts
+    if kind == "f":
+        return floats(values)
+    return _int_texts(values)
