@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from types import ModuleType
 from typing import Any
 
 import pytest
+
+from support.matrix import build_matrix
 
 
 def _import_tensorflow() -> Any:
@@ -27,3 +30,9 @@ def _import_tensorflow() -> Any:
 def tf() -> Any:
     """The ``tensorflow`` module (skips outside CI when it is missing; fails in CI)."""
     return _import_tensorflow()
+
+
+@pytest.fixture(scope="session")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """The generated matrix module (one record per list dtype and shape form, plus ``Edges``)."""
+    return build_matrix(tmp_path_factory.mktemp("matrix"))

@@ -5,13 +5,11 @@ records, with the C scanner and with the pure-Python one; the column types; reco
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import struct
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 from unittest import mock
@@ -20,12 +18,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from matrix import SCHEMAS, matrix_yaml
 
 import codegen.runtime as runtime
 from codegen.errors import RecordError, TfrGenError
-from codegen.generator import render
-from codegen.generator.load import parse_schema
 from codegen.runtime import (
     DTYPES,
     DType,
@@ -36,6 +31,9 @@ from codegen.runtime.accel import speedups
 from codegen.runtime.codec import batch, features, sequences, wire
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.varint import encode_varint
+from support.matrix import matrix_yaml
+from support.modules import generate_module
+from support.paths import SCHEMAS
 
 SHAPES = textwrap.dedent(
     """\
@@ -72,32 +70,19 @@ SHAPES = textwrap.dedent(
 )
 """A schema of every feature kind the list-encoded schemas of ``schemas/`` lack."""
 
-# --- generated modules ----------------------------------------------------------------------------
-
-
-def batch_module(text: str, name: str, directory: Path) -> ModuleType:
-    """Generate the schema ``text`` as ``directory/<name>.py`` and import it."""
-    path = directory / f"{name}.py"
-    source = render.render(parse_schema(text, f"{name}.yaml"), command="tests/test_batch.py")
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
     """Every schema of ``schemas/``, the matrix and :data:`SHAPES`, generated with batch classes."""
     directory = tmp_path_factory.mktemp("batch_modules")
     out = {
-        path.stem: batch_module(path.read_text(encoding="utf-8"), f"batch_{path.stem}", directory)
+        path.stem: generate_module(
+            path.read_text(encoding="utf-8"), f"batch_{path.stem}", directory
+        )
         for path in sorted(SCHEMAS.glob("*.yaml"))
     }
-    out["matrix"] = batch_module(matrix_yaml(), "batch_matrix", directory)
-    out["shapes"] = batch_module(SHAPES, "batch_shapes", directory)
+    out["matrix"] = generate_module(matrix_yaml(), "batch_matrix", directory)
+    out["shapes"] = generate_module(SHAPES, "batch_shapes", directory)
     return out
 
 

@@ -1,7 +1,7 @@
 """The Apache Beam transforms (codegen.beam): datasets written by pipelines read back with the
 runtime and TensorFlow, the dead-letter output, and ReadDataset's manifest and schema checks.
 
-Beam needs protobuf < 7, so its pipelines run in a separate environment: tests/beam_pipelines.py
+Beam needs protobuf < 7, so its pipelines run in a separate environment: tests/support/beam_pipelines.py
 with the Python named by ``TFR_GEN_BEAM_PYTHON`` (``.ci/beam-env`` creates it and prints it).
 What the pipelines wrote is checked here, in the test environment.
 """
@@ -18,19 +18,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from matrix import GENERATED, ROOT, generated_module
 
 from codegen.errors import MissingExtraError
 from codegen.generator.load import parse_schema
 from codegen.generator.render import render
+from support.modules import generated_module
+from support.paths import GENERATED, ROOT, SCHEMAS, TESTS
 
-PIPELINES = ROOT / "tests" / "beam_pipelines.py"
+PIPELINES = TESTS / "support" / "beam_pipelines.py"
 MULTI_PROCESS = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
 RECORDS = 100_000
 SHARDS = 8
 
 Customer: Any = generated_module("customer").Customer
-customer_for: Any = importlib.import_module("beam_pipelines").customer_for
+customer_for: Any = importlib.import_module("support.beam_pipelines").customer_for
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def run_beam(python: str, *command: str) -> str:
 def run_pipeline(
     python: str, scenario: str, workdir: Path, *arguments: str, options: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    """Runs a scenario of tests/beam_pipelines.py in the Beam environment; returns its report."""
+    """Runs a scenario of tests/support/beam_pipelines.py in the Beam environment; returns its report."""
     output = run_beam(python, str(PIPELINES), scenario, str(workdir), *arguments, "--", *options)
     report: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
     return report
@@ -74,7 +75,7 @@ def dataset_files(directory: Path) -> list[str]:
 
 def reader_module(tmp_path: Path, name: str, edit: dict[str, str]) -> Path:
     """A directory holding ``name.py``, generated from schemas/customer.yaml with ``edit``."""
-    text = (ROOT / "schemas" / "customer.yaml").read_text(encoding="utf-8")
+    text = (SCHEMAS / "customer.yaml").read_text(encoding="utf-8")
     for old, new in edit.items():
         assert old in text
         text = text.replace(old, new)

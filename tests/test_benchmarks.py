@@ -17,8 +17,7 @@ import pytest
 
 from codegen.runtime import FeatureInfo, FeatureSpec
 from codegen.runtime.codec import wire
-
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT
 
 
 @pytest.fixture

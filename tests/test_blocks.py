@@ -7,11 +7,11 @@ import gc
 
 import numpy as np
 import pytest
-from test_speedups import import_speedups
 
 from codegen.runtime import release_pooled_memory
 from codegen.runtime.accel import BlockBuffer, Speedups
 from codegen.runtime.codec import wire
+from support.speedups import import_speedups
 
 POOL_MIN = 256 * 1024
 POOL_SLOTS = 64

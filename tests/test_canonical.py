@@ -22,6 +22,7 @@ from codegen.generator import naming
 from codegen.generator.canonical import canonical_json, fingerprint
 from codegen.generator.ir import FeatureIR, Location, RecordIR, SchemaIR
 from codegen.generator.load import parse_canonical, parse_schema
+from support.paths import GENERATED, SCHEMAS
 
 BASE = textwrap.dedent(
     """\
@@ -426,12 +427,9 @@ def test_parse_canonical_rejects_altered_sequence_forms(old: str, new: str, expe
     assert str(info.value).startswith(f"c.py:1:1: {expected}")
 
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "schemas").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_committed_modules_keep_their_canonical_form_and_fingerprint(path: pathlib.Path) -> None:
-    module = ROOT / "generated" / f"{path.stem}.py"
+    module = GENERATED / f"{path.stem}.py"
     call = next(
         node.value
         for node in ast.parse(module.read_text(encoding="utf-8")).body

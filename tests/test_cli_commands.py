@@ -7,13 +7,11 @@ import re
 import textwrap
 from pathlib import Path
 
-from cli_process import shell, tfr_gen
-
 from codegen import __version__
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
-
-ROOT = Path(__file__).resolve().parent.parent
+from support.cli import shell, tfr_gen
+from support.paths import ROOT
 
 
 def test_a_mistyped_command_is_named_with_the_closest_command(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Raw, ragged and SequenceExample records of a generated module agree with TensorFlow (the kinds
-matrix of ``tests/matrix.py``, every dtype in every shape form, present, absent with a default and
-absent optional):
+matrix of ``tests/support/matrix.py``, every dtype in every shape form, present, absent with a
+default and absent optional):
 
 1. what we encode, TensorFlow parses under the generated specs (``tf_parse`` and TensorFlow's own
    parse functions, one record and a batch) to the same values, dtypes and shapes;
@@ -24,7 +24,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from matrix import (
+
+from codegen.errors import RecordError
+from codegen.runtime import DTYPES, FeatureInfo
+from support.matrix import (
     KIND_CASES,
     KindCase,
     build_feature,
@@ -44,19 +47,19 @@ from matrix import (
     varint,
     wire_form,
 )
-from test_conformance_tf import (
-    COMPRESSIONS,
+from support.tf_values import (
     OTHER_WIRE,
     SOME_VALUE,
+    TF_COMPRESSIONS,
     TF_WIRE_DTYPES,
     example_of,
+    plain,
+    ragged_value,
+    raw_value,
     spec_of,
+    steps_value,
+    tf_plain,
 )
-from test_sequences_tf import steps_value
-from test_tensors_tf import plain, ragged_value, raw_value, tf_plain
-
-from codegen.errors import RecordError
-from codegen.runtime import DTYPES, FeatureInfo
 
 pytestmark = pytest.mark.tensorflow
 
@@ -328,7 +331,7 @@ def test_tensorflow_records_and_files_read_to_the_same_values(
     for record in records:  # our bytes hold every attribute: defaults, empty feature lists
         message = build_message(tf.train, spec_of(cls), record_values(record))
         assert type(message).FromString(record.encode()) == message
-    for compression, tf_type, suffix in COMPRESSIONS:
+    for compression, tf_type, suffix in TF_COMPRESSIONS:
         path = tmp_path / f"tf{suffix}"
         with tf.io.TFRecordWriter(
             str(path), tf.io.TFRecordOptions(compression_type=tf_type)

@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from matrix import (
+
+from codegen.errors import RecordError
+from codegen.runtime import FeatureInfo
+from support.matrix import (
     EDGE_KEYS,
     KEYS,
     MATRIX_CASES,
@@ -19,7 +22,6 @@ from matrix import (
     MatrixCase,
     build_example,
     build_feature,
-    build_matrix,
     canon,
     edge_values,
     flat_values,
@@ -29,42 +31,18 @@ from matrix import (
     tensor_form,
     tf_dtype_name,
     tf_form,
-    varint,
     wire_form,
 )
-
-from codegen.errors import RecordError
-from codegen.runtime import FeatureInfo
+from support.tf_values import (
+    OTHER_WIRE,
+    SOME_VALUE,
+    TF_COMPRESSIONS,
+    TF_WIRE_DTYPES,
+    example_of,
+    spec_of,
+)
 
 pytestmark = pytest.mark.tensorflow
-
-# (our compression, TensorFlow's compression_type, file suffix)
-COMPRESSIONS: list[tuple[Any, str, str]] = [
-    (None, "", ".tfrecord"),
-    ("gzip", "GZIP", ".tfrecord.gz"),
-    ("zlib", "ZLIB", ".zlib"),
-]
-OTHER_WIRE = {
-    "int64_list": ("float_list", 1.0),
-    "float_list": ("bytes_list", b"x"),
-    "bytes_list": ("int64_list", 1),
-}
-"""For each list kind: a list kind that is wrong for it, and a value of that kind."""
-TF_WIRE_DTYPES = {"int64_list": "int64", "float_list": "float32", "bytes_list": "string"}
-"""The dtype TensorFlow parses each list kind to."""
-SOME_VALUE = {"int64_list": 0, "float_list": 0.0, "bytes_list": b"x"}
-"""A value of each list kind that fits every dtype that travels in it."""
-
-
-@pytest.fixture(scope="session")
-def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    """The generated matrix module (one record per list dtype and shape form, plus ``Edges``)."""
-    return build_matrix(tmp_path_factory.mktemp("matrix"))
-
-
-def spec_of(cls: Any) -> list[FeatureInfo]:
-    """The features of a record class, in schema order."""
-    return list(cls.feature_spec())
 
 
 Form = Callable[[FeatureInfo, object, bool], tuple[object, object]]
@@ -171,15 +149,6 @@ def keys_prefix_free(keys: Iterable[str]) -> bool:
     return not any(b.startswith(a) for a, b in zip(encoded, encoded[1:], strict=False))
 
 
-def example_of(tf: Any, entries: Iterable[tuple[str, Any]]) -> bytes:
-    """An Example whose map entries are exactly ``entries`` (key, ``tf.train.Feature``), in order,
-    duplicates kept; each entry serialized by TensorFlow's protobuf classes."""
-    features = b"".join(
-        tf.train.Features(feature={key: feature}).SerializeToString() for key, feature in entries
-    )
-    return b"\x0a" + varint(len(features)) + features
-
-
 # --- the schemas ----------------------------------------------------------------------------------
 
 
@@ -219,7 +188,7 @@ def test_tensorflow_examples_decode_to_the_same_records(tf: Any, name: str) -> N
 def test_we_read_tensorflow_tfrecord_files(tf: Any, tmp_path: Path, name: str) -> None:
     records = samples(name)
     cls = type(records[0])
-    for compression, tf_type, suffix in COMPRESSIONS:
+    for compression, tf_type, suffix in TF_COMPRESSIONS:
         path = tmp_path / f"tf{suffix}"
         with tf.io.TFRecordWriter(
             str(path), tf.io.TFRecordOptions(compression_type=tf_type)
@@ -242,7 +211,7 @@ def test_tensorflow_reads_our_tfrecord_files(tf: Any, tmp_path: Path, name: str)
     records = samples(name)
     cls = type(records[0])
     expected = [record_values(r) for r in records]
-    for compression, tf_type, suffix in COMPRESSIONS:
+    for compression, tf_type, suffix in TF_COMPRESSIONS:
         path = tmp_path / f"ours{suffix}"
         cls.write_tfrecord(path, records, compression=compression)
         dataset = tf.data.TFRecordDataset(str(path), compression_type=tf_type)

@@ -4,32 +4,21 @@ classes and the runtime reader, without TensorFlow, to the values in ``expected.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from codegen.runtime.codec.wire import parse_example, parse_sequence_example
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
+from support.modules import load_module
+from support.paths import CORPUS, DATA
 
-DATA = Path(__file__).resolve().parent / "data"
-CORPUS = DATA / "corpus"
 MAX_CORPUS_BYTES = 200_000
 
 
-def _make_corpus() -> ModuleType:
-    """``tests/data/make_corpus.py``, for its record classes and normal form of values."""
-    spec = importlib.util.spec_from_file_location("make_corpus", DATA / "make_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_corpus = _make_corpus()
+make_corpus = load_module(DATA / "make_corpus.py", "make_corpus")
+"""``tests/data/make_corpus.py``, for its record classes and normal form of values."""
 EXPECTED: dict[str, Any] = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))
 FILES: list[dict[str, Any]] = EXPECTED["files"]
 SETS: dict[str, dict[str, Any]] = EXPECTED["sets"]

@@ -13,7 +13,6 @@ its shards. Temporary files are hidden (their names start with a dot) and may be
 
 from __future__ import annotations
 
-import importlib
 import random
 import signal
 import subprocess
@@ -27,9 +26,9 @@ from typing import Any
 import pytest
 
 from codegen.runtime.io.reader import read_tfrecord
+from support.modules import generated_module
+from support.paths import GENERATED
 
-ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ROOT / "generated"
 KILLS = 12
 """Children killed: four during (or just after) each kind of write."""
 WRITE_SECONDS = (0.01, 0.03, 0.1)
@@ -122,9 +121,7 @@ class Log:
 
 @pytest.fixture(scope="module")
 def basics() -> ModuleType:
-    if str(GENERATED) not in sys.path:
-        sys.path.append(str(GENERATED))
-    return importlib.import_module("basics")
+    return generated_module("basics")
 
 
 def write_of(records: list[Any], where: Path, *, whole: bool = True) -> int:

@@ -5,7 +5,6 @@ datasets with ``on_error="skip"``."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import logging
 import os
@@ -21,14 +20,14 @@ import pytest
 
 from codegen.compat import ChangeKind
 from codegen.errors import DataError, SchemaMismatchError, TfrGenError
-from codegen.generator.load import parse_schema
-from codegen.generator.render import render
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
+from support.framing import frame_offsets
+from support.modules import generate_module
 
 V1 = textwrap.dedent(
     """\
@@ -49,22 +48,11 @@ V3 = V1.replace("version: 1", "version: 3").replace(
 RENAMED = V1.replace("DatasetItem:", "Item:")
 
 
-def _import(tmp: Path, name: str, text: str) -> ModuleType:
-    path = tmp / f"{name}.py"
-    path.write_text(render(parse_schema(text, f"{name}.yaml"), command="tfr-gen"))
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ModuleType]]:
     tmp = tmp_path_factory.mktemp("dataset_modules")
     texts = {"dataset_v1": V1, "dataset_v2": V2, "dataset_v3": V3, "dataset_renamed": RENAMED}
-    modules = {name: _import(tmp, name, text) for name, text in texts.items()}
+    modules = {name: generate_module(text, name, tmp) for name, text in texts.items()}
     yield modules
     for name in modules:
         del sys.modules[name]
@@ -333,15 +321,6 @@ UNDECODABLE = b"\x0a\x05"
 """A record with valid CRCs whose bytes are not an Example (a length that runs past the end)."""
 
 
-def _frames(payloads: list[bytes]) -> list[int]:
-    """The header offset of each record in the uncompressed stream of ``payloads``."""
-    offsets, position = [], 0
-    for payload in payloads:
-        offsets.append(position)
-        position += 16 + len(payload)
-    return offsets
-
-
 def _damage(path: str, compression: Compression, edit: Callable[[bytes], bytes]) -> None:
     """Edits the uncompressed record stream of a shard (compressing it again if it was)."""
     raw = Path(path).read_bytes()
@@ -375,7 +354,7 @@ def damaged(
     payloads = [record.encode() for record in items(v1, 12)]
     payloads[5] = UNDECODABLE
     manifest = write_dataset(tmp_path, payloads, schema=info(v1), shards=3, compression=compression)
-    frames = _frames(payloads[:4])
+    frames = frame_offsets(payloads[:4])
     _damage(manifest.paths[0], compression, _flip(frames[1] + 12))
     _damage(manifest.paths[2], compression, lambda data: data[:-3])
     _sizes_as_they_are(tmp_path)
@@ -395,11 +374,16 @@ def test_skip_reads_every_good_record_once_and_reports_every_skip(
     reports: list[SkippedSpan] = []
     records = read(versions["dataset_v1"], tmp_path, on_error="skip", on_skip=reports.append)
     assert [r.id for r in records] == [0, 2, 3, 4, 6, 7, 8, 9, 10]
-    shard = _frames(payloads[:4])
+    shard = frame_offsets(payloads[:4])
     assert [(type(r), r.path, r.offset, r.length) for r in reports] == [
         (SkippedSpan, manifest.paths[0], shard[1], 16 + len(payloads[1])),
         (SkippedRecord, manifest.paths[1], shard[1], 16 + len(UNDECODABLE)),
-        (SkippedSpan, manifest.paths[2], _frames(payloads[8:])[3], 16 + len(payloads[11]) - 3),
+        (
+            SkippedSpan,
+            manifest.paths[2],
+            frame_offsets(payloads[8:])[3],
+            16 + len(payloads[11]) - 3,
+        ),
     ]
     assert reports[0].reason.startswith("corrupt data CRC of a") and reports[0].reason.endswith(
         where
@@ -428,7 +412,7 @@ def test_raise_mode_stops_at_the_first_damage_as_before(
     with pytest.raises(DataError, match="corrupt data CRC") as corrupt:
         read(v1, tmp_path)
     assert (corrupt.value.path, corrupt.value.index) == (manifest.paths[0], 1)
-    assert corrupt.value.offset == _frames(payloads)[1]
+    assert corrupt.value.offset == frame_offsets(payloads)[1]
     os.unlink(manifest.paths[0])
     with pytest.raises(TfrGenError, match="cannot read the shard: No such file or directory"):
         read(v1, tmp_path)

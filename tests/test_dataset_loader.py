@@ -16,53 +16,20 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from test_batch import batch_module
 
 from codegen.errors import DataError, TfrGenError
 from codegen.runtime import write_tfrecord
 from codegen.runtime.codec.columns import Ragged
 from codegen.runtime.data.dataset import Dataset, Shard, record_dataset
-from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
-
-SCHEMA = """\
-version: 1
-records:
-  Item:
-    features:
-      id: {dtype: int64}
-      tokens: {dtype: int32, shape: [null]}
-      name: {dtype: string}
-"""
-
-SIZES = (7, 0, 12, 5, 9, 3, 11, 4)
-"""Records per file (one empty file); ids run through them in order."""
+from support.framing import frame_offsets
+from support.modules import generate_module
+from support.shards import ITEM_SCHEMA, SIZES, item, write_shards
 
 
 @pytest.fixture(scope="module")
 def module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    return batch_module(SCHEMA, "loader_items", tmp_path_factory.mktemp("loader_module"))
-
-
-def item(module: ModuleType, i: int) -> Any:
-    return module.Item(id=i, tokens=list(range(i % 4)), name=f"item {i}")
-
-
-def write_shards(module: ModuleType, directory: Path, sizes: tuple[int, ...] = SIZES) -> list[Path]:
-    """One file per size, alternately uncompressed and gzip; ids count up across the files."""
-    paths = []
-    first = 0
-    for j, size in enumerate(sizes):
-        compression: Compression = "gzip" if j % 2 else None
-        path = directory / f"part-{j:02d}.tfrecord{'.gz' if compression else ''}"
-        write_tfrecord(
-            path,
-            (item(module, i).encode() for i in range(first, first + size)),
-            compression=compression,
-        )
-        paths.append(path)
-        first += size
-    return paths
+    return generate_module(ITEM_SCHEMA, "loader_items", tmp_path_factory.mktemp("loader_module"))
 
 
 @pytest.fixture
@@ -299,11 +266,6 @@ UNDECODABLE = b"\x0a\x05"
 """A record with valid CRCs whose bytes are not an Example."""
 
 
-def _frames(payloads: list[bytes]) -> list[int]:
-    """The header offset of each record in the uncompressed stream of ``payloads``."""
-    return [sum(16 + len(p) for p in payloads[:i]) for i in range(len(payloads))]
-
-
 def _edit_stream(path: Path, edit: Any) -> None:
     """Edits the uncompressed record stream of a file (compressing it again when it is gzip)."""
     raw = path.read_bytes()
@@ -319,7 +281,7 @@ def damaged_shards(module: ModuleType, directory: Path) -> tuple[list[Path], set
     paths = write_shards(module, directory, SIZES[:4])
     payloads = [item(module, i).encode() for i in range(sum(SIZES[:4]))]
     first = _firsts(SIZES)
-    frames0 = _frames(payloads[: SIZES[0]])
+    frames0 = frame_offsets(payloads[: SIZES[0]])
     _edit_stream(paths[0], lambda d: d[: frames0[3] + 20] + b"\xff" + d[frames0[3] + 21 :])
     bad = 12
     file2 = payloads[first[2] : first[2] + SIZES[2]]
@@ -329,8 +291,8 @@ def damaged_shards(module: ModuleType, directory: Path) -> tuple[list[Path], set
     _edit_stream(paths[3], lambda d: d[:-5])
     skips = {
         (str(paths[0]), frames0[3], 16 + len(payloads[3])),
-        (str(paths[2]), _frames(file2)[bad - first[2]], 16 + len(UNDECODABLE)),
-        (str(paths[3]), _frames(file3)[-1], 16 + len(file3[-1]) - 5),
+        (str(paths[2]), frame_offsets(file2)[bad - first[2]], 16 + len(UNDECODABLE)),
+        (str(paths[3]), frame_offsets(file3)[-1], 16 + len(file3[-1]) - 5),
     }
     good = set(range(sum(SIZES[:4]))) - {3, bad, first[3] + SIZES[3] - 1}
     return paths, good, skips
@@ -407,7 +369,7 @@ def test_a_batch_with_a_bad_record_keeps_the_others_and_fills_up(
     reports: list[SkippedSpan] = []
     dataset = batches(module, path, batch_size=3, on_error="skip", on_skip=reports.append)
     assert [b.id.tolist() for b in dataset] == [[0, 1, 2], [3, 4, 5], [6]]
-    frames = _frames(payloads)
+    frames = frame_offsets(payloads)
     assert reports == [
         SkippedRecord(str(path), frames[1], 18, reports[0].reason, 1),
         SkippedRecord(str(path), frames[6], 18, reports[1].reason, 6),

@@ -3,7 +3,6 @@ version rules, JSON output and errors."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.cli import main
+from support.cli import run_cli
 
 V1 = textwrap.dedent(
     """\
@@ -38,11 +37,8 @@ requires_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is no
 
 
 def run(*args: str, cwd: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(cwd)
-        code = main(["diff", *args], out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
+    """Run ``tfr-gen diff`` in ``cwd``: (exit code, stdout, stderr)."""
+    return run_cli("diff", *args, cwd=cwd)
 
 
 def git(repo: Path, *args: str) -> str:

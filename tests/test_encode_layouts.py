@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_sequences import pb_lists
 
 from codegen.dtypes import (
     BOOL,
@@ -31,6 +30,7 @@ from codegen.runtime.codec import wire
 from codegen.runtime.codec.sequences import SequenceRagged, SequenceTensor
 from codegen.runtime.codec.tensors import RawTensor
 from codegen.runtime.tf import proto
+from support.messages import pb_lists
 
 Shape = tuple[int | None, ...]
 

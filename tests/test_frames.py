@@ -4,7 +4,6 @@ and the reader and writer running on each."""
 
 from __future__ import annotations
 
-import importlib
 import io
 import os
 import random
@@ -18,7 +17,6 @@ import crc32c
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_tfrecord import frame
 
 from codegen.errors import DataError
 from codegen.runtime import accel
@@ -28,6 +26,8 @@ from codegen.runtime.io.framing import PURE_PYTHON, FrameCodec
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
+from support.framing import frame
+from support.speedups import speedups_module
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -51,12 +51,7 @@ class FramesModule(Protocol):
 @pytest.fixture(scope="module")
 def sp() -> FramesModule:
     """The ``codegen._speedups`` module; fails in CI when it cannot be imported, else skips."""
-    try:
-        module = importlib.import_module("codegen._speedups")
-    except ImportError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"codegen._speedups is required in CI but cannot be imported: {exc!r}")
-        pytest.skip(f"codegen._speedups is not built ({exc!r})")
+    module = speedups_module()
     assert isinstance(module, FramesModule)
     return module
 

@@ -16,13 +16,10 @@
 from __future__ import annotations
 
 import gzip
-import importlib
-import importlib.util
 import io
 import math
 import random
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -49,33 +46,22 @@ from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.writer import TFRecordWriter
 from codegen.runtime.record import Record
+from support.framing import COMPRESSIONS, frame_header
+from support.modules import generated_module, module_from_source
+from support.paths import CORPUS, DATA, ROOT, SCHEMAS
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "data" / "corpus"
 GENERATED_MODULES = ("basics", "customer", "embedding", "image", "mnist")
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-KINDS_SCHEMA = (ROOT / "tests" / "data" / "kinds.yaml").read_text(encoding="utf-8")
+KINDS_SCHEMA = (DATA / "kinds.yaml").read_text(encoding="utf-8")
 """A schema with every feature kind and codec class (rendered at import, not formatted)."""
-
-
-def _generated(name: str) -> ModuleType:
-    directory = str(ROOT / "generated")
-    if directory not in sys.path:
-        sys.path.append(directory)
-    return importlib.import_module(name)
 
 
 def _kinds_module() -> ModuleType:
     name = "fuzz_kinds"
     source = render_source(parse_schema(KINDS_SCHEMA, f"{name}.yaml"), command="tfr-gen")
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-    return module
+    return module_from_source(source, name)
 
 
 def _record_classes(module: ModuleType) -> list[type[Any]]:
@@ -84,9 +70,11 @@ def _record_classes(module: ModuleType) -> list[type[Any]]:
 
 
 KINDS = _kinds_module()
-BASICS: type[Any] = _generated("basics").Basics
-CUSTOMER: type[Any] = _generated("customer").Customer
-CLASSES: list[type[Any]] = [c for m in GENERATED_MODULES for c in _record_classes(_generated(m))]
+BASICS: type[Any] = generated_module("basics").Basics
+CUSTOMER: type[Any] = generated_module("customer").Customer
+CLASSES: list[type[Any]] = [
+    c for m in GENERATED_MODULES for c in _record_classes(generated_module(m))
+]
 CLASSES += _record_classes(KINDS)
 CLASS_IDS = [c.__name__ for c in CLASSES]
 
@@ -319,8 +307,6 @@ def test_decode_of_random_feature_maps(cls: type[Any], seed: int) -> None:
 
 # --- TFRecord streams -----------------------------------------------------------------------------
 
-COMPRESSIONS: list[Compression] = [None, "gzip", "zlib"]
-
 
 def frame(records: list[bytes]) -> bytes:
     out = io.BytesIO()
@@ -386,8 +372,8 @@ def test_skipping_reader_never_raises_and_accounts_for_every_byte(
 
 # --- schema text ----------------------------------------------------------------------------------
 
-SCHEMA_TEXTS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "schemas").glob("*.yaml"))]
-SCHEMA_TEXTS += [KINDS_SCHEMA, (ROOT / "tests" / "data" / "sequence.yaml").read_text("utf-8")]
+SCHEMA_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(SCHEMAS.glob("*.yaml"))]
+SCHEMA_TEXTS += [KINDS_SCHEMA, (DATA / "sequence.yaml").read_text("utf-8")]
 CANONICAL_TEXTS = [parse_schema(text, "s.yaml").canonical for text in SCHEMA_TEXTS]
 YAML_TOKENS = (
     "&a ", "*a", "!!python/object:os.system ", "!!binary ", "<<: ", "{", "}", "[", "]", ": ",
@@ -525,19 +511,9 @@ def test_a_length_of_2_60_fails_without_allocating(data: bytes) -> None:
     assert _traced_peak(lambda: _decode_everything(data)) < 64 * 1024
 
 
-def _masked_crc(data: bytes) -> int:
-    c = crc32c.crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def _header(length: int) -> bytes:
-    raw = struct.pack("<Q", length)
-    return raw + struct.pack("<I", _masked_crc(raw))
-
-
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_a_record_length_of_2_60_fails_without_allocating(compression: Compression) -> None:
-    data = compress(_header(1 << 60) + bytes(1000), compression)
+    data = compress(frame_header(1 << 60) + bytes(1000), compression)
 
     def read() -> None:
         list(TFRecordReader(io.BytesIO(data), compression=compression))
@@ -656,7 +632,7 @@ def test_skipping_reader_checksums_each_byte_a_bounded_number_of_times(
     when the reader resynchronises: not a checksum of the rest of the stream per header."""
     count = 2000
     size = 12 * count
-    data = b"".join(_header(max(0, size - 12 * (i + 1) - 8)) for i in range(count))
+    data = b"".join(frame_header(max(0, size - 12 * (i + 1) - 8)) for i in range(count))
     checksummed = 0
     crc = crc32c.crc32c
 
@@ -903,7 +879,7 @@ BAD_INPUTS: list[BadInput] = [
     ),
     BadInput(
         "record length 2**60",
-        _read(_header(1 << 60) + bytes(100)),
+        _read(frame_header(1 << 60) + bytes(100)),
         DataError,
         r"record 0 at byte offset 0: truncated record: .* declares 1152921504606846976 bytes",
     ),
@@ -1034,10 +1010,8 @@ def test_fuzz_seeds_cover_every_corpus_file_and_schema(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    corpus = sorted((ROOT / "tests" / "data" / "corpus").glob("*.tfrecord*"))
+    corpus = sorted(CORPUS.glob("*.tfrecord*"))
     assert len(list((tmp_path / "tfrecord").iterdir())) >= len(corpus)
     records = sum(1 for path in corpus if path.suffix == ".tfrecord" for _ in read_tfrecord(path))
     assert len(list((tmp_path / "example").iterdir())) >= records // 4
-    assert len(list((tmp_path / "schema").iterdir())) >= len(
-        list((ROOT / "schemas").glob("*.yaml"))
-    )
+    assert len(list((tmp_path / "schema").iterdir())) >= len(list(SCHEMAS.glob("*.yaml")))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
@@ -12,20 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codegen.cli import main
 from codegen.generator.api import generate
-
-ROOT = Path(__file__).resolve().parent.parent
-SCHEMAS = ROOT / "schemas"
-GENERATED = ROOT / "generated"
-
-
-def run_cli(*args: str, cwd: Path = ROOT) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(cwd)
-        code = main(list(args), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
+from support.cli import run_cli
+from support.paths import GENERATED, ROOT, SCHEMAS
 
 
 def test_generated_directory_matches_schemas_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,7 +29,7 @@ def test_generated_directory_matches_schemas_byte_for_byte(monkeypatch: pytest.M
 
 
 def test_check_passes_on_the_repository() -> None:
-    code, out, err = run_cli("generate", "schemas", "--check")
+    code, out, err = run_cli("generate", "schemas", "--check", cwd=ROOT)
     assert code == 0, out + err
     assert "up to date" in out
 
@@ -88,10 +76,10 @@ def test_schema_errors_exit_2_with_positions_and_write_nothing(tmp_path: Path) -
 
 
 def test_cli_usage_errors_exit_2_without_traceback() -> None:
-    code, _, err = run_cli("generate", "does/not/exist.yaml")
+    code, _, err = run_cli("generate", "does/not/exist.yaml", cwd=ROOT)
     assert code == 2 and "does/not/exist.yaml:1:1: no such schema file or directory" in err
-    assert run_cli()[0] == 2
-    assert run_cli("--bogus-flag")[0] == 2
+    assert run_cli(cwd=ROOT)[0] == 2
+    assert run_cli("--bogus-flag", cwd=ROOT)[0] == 2
 
 
 def test_version_and_help_work() -> None:

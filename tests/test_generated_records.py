@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from matrix import (
+
+from codegen.errors import DataError, RecordError
+from codegen.runtime import DTYPES, FeatureInfo, SkippedRecord, SkippedSpan, write_tfrecord
+from codegen.runtime.tf import proto
+from support.matrix import (
     SAMPLES,
     SCHEMA_NAMES,
     SCHEMAS,
     build_example,
-    build_matrix,
     canon,
     flat_values,
     generated_module,
@@ -28,17 +31,7 @@ from matrix import (
     record_values,
     samples,
 )
-
-from codegen.errors import DataError, RecordError
-from codegen.runtime import DTYPES, FeatureInfo, SkippedRecord, SkippedSpan, write_tfrecord
-from codegen.runtime.tf import proto
-
-
-@pytest.fixture(scope="session")
-def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    """The generated matrix module (one record per list dtype and shape form)."""
-    return build_matrix(tmp_path_factory.mktemp("matrix"))
-
+from support.paths import TESTS
 
 # --- round trips ----------------------------------------------------------------------------------
 
@@ -47,7 +40,7 @@ def test_every_schema_has_a_committed_module_and_sample_records() -> None:
     assert {"basics", "customer", "embedding", "image", "mnist"} <= set(SCHEMA_NAMES)
     for name in SCHEMA_NAMES:
         assert name in SAMPLES, (
-            f"schema {name!r} has no sample records: add them to SAMPLES in tests/matrix.py"
+            f"schema {name!r} has no sample records: add them to SAMPLES in tests/support/matrix.py"
         )
         records = samples(name)
         assert len(records) >= 3
@@ -223,7 +216,7 @@ _ENCODE_SAMPLES = """
 import sys
 sys.modules["tensorflow"] = None  # generated modules must not need TensorFlow
 sys.path.insert(0, sys.argv[1])
-import matrix
+from support import matrix
 for name in matrix.SCHEMA_NAMES:
     for record in matrix.samples(name):
         print(name, record.encode().hex())
@@ -232,10 +225,9 @@ for name in matrix.SCHEMA_NAMES:
 
 def test_encode_gives_the_same_bytes_in_any_process() -> None:
     here = [f"{name} {record.encode().hex()}" for name in SCHEMA_NAMES for record in samples(name)]
-    tests_dir = str(Path(__file__).resolve().parent)
     runs = [
         subprocess.Popen(
-            [sys.executable, "-c", _ENCODE_SAMPLES, tests_dir],
+            [sys.executable, "-c", _ENCODE_SAMPLES, str(TESTS)],
             env={**os.environ, "PYTHONHASHSEED": seed},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from codegen.generator.load import parse_schema
 from codegen.generator.render import render
+from support.modules import module_from_source
+from support.paths import ROOT
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = ROOT / "templates"
 SAFE_FILTERS = {
     "ident",
     "pyrepr",
@@ -57,15 +55,6 @@ def test_every_template_expression_passes_a_safe_filter() -> None:
         )
 
 
-def _load(source: str, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-    return module
-
-
 def test_injection_shaped_keys_and_docs_become_literals(monkeypatch: pytest.MonkeyPatch) -> None:
     text = f"""\
 version: 1
@@ -95,7 +84,7 @@ records:
     assert "os" not in imported
     called: list[str] = []
     monkeypatch.setattr("os.system", lambda cmd: called.append(cmd) or 0)
-    module = _load(source, "evil_schema_module")
+    module = module_from_source(source, "evil_schema_module")
     assert called == []
     record = module.Evil(payload="x")
     assert record.count == 3

@@ -8,15 +8,15 @@ import stat
 from pathlib import Path
 
 import pytest
-from cli_process import shell, tfr_gen
-from test_tools_common import generated
 
 from codegen import files
 from codegen.runtime.codec import wire
 from codegen.runtime.io.indexed import write_index
 from codegen.runtime.io.writer import write_tfrecord
+from support.cli import shell, tfr_gen
+from support.modules import generated_module
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RECORD = wire.example([wire.map_entry(wire.key_field("x"), wire.int64_scalar_feature(7))])
 
 
@@ -44,7 +44,7 @@ def test_every_output_gets_the_permissions_of_the_umask(tmp_path: Path, umask: i
 
 
 def test_library_writers_get_the_permissions_of_the_umask(tmp_path: Path) -> None:
-    basics = generated("basics")
+    basics = generated_module("basics")
     old = os.umask(0o027)
     try:
         write_tfrecord(tmp_path / "a.tfrecord", [RECORD])

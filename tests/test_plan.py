@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_speedups import import_speedups
 
 from codegen.dtypes import DType, Kind
 from codegen.errors import RecordError
@@ -51,6 +50,7 @@ from codegen.runtime import (
     TextTensor,
 )
 from codegen.runtime.codec import plan, wire
+from support.speedups import import_speedups
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIST_INTS = (INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8, BOOL)

@@ -37,6 +37,7 @@ from codegen.runtime.codec.sequences import (
     SequenceTensor,
 )
 from codegen.runtime.tf import proto
+from support.messages import pb_lists
 
 Shape = tuple[int | None, ...]
 Lists = dict[bytes, list[tuple[int, bytes]]]
@@ -52,22 +53,6 @@ def make(dtype: DType, shape: Shape, *, key: str = "k", **kwargs: Any) -> Sequen
     if None in shape:
         return SequenceRagged("R", "x", key, dtype, shape, **kwargs)
     return SequenceTensor("R", "x", key, dtype, shape, **kwargs)
-
-
-def pb_lists(steps_of: dict[str, tuple[str, list[list[Any]]]]) -> bytes:
-    """The deterministic protobuf serialization of a SequenceExample with the given feature lists:
-    key -> (list kind, the flat values of each step)."""
-    message = proto.SequenceExample()
-    message.context.SetInParent()  # written even when empty, as by ``wire.sequence_example``
-    message.feature_lists.SetInParent()
-    for key, (kind, steps) in steps_of.items():
-        feature_list = message.feature_lists.feature_list[key]
-        feature_list.SetInParent()
-        for values in steps:
-            values_list = getattr(feature_list.feature.add(), kind)
-            values_list.SetInParent()
-            values_list.value.extend(values)
-    return bytes(message.SerializeToString(deterministic=True))
 
 
 def lists_of(*items: tuple[str, list[tuple[str, bytes]]]) -> Lists:

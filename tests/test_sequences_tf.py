@@ -5,7 +5,6 @@ a SequenceExample, so do we."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from codegen.runtime.codec.sequences import (
 )
 from codegen.runtime.codec.tensors import RaggedTensor, RawTensor
 from codegen.runtime.tf.parse import parse_specs, tf_parse_sequence_example
+from support.tf_values import plain, steps_value, tf_plain
 
 pytestmark = pytest.mark.tensorflow
 
@@ -50,58 +50,6 @@ def make(dtype: DType, shape: Shape, name: str, **kwargs: Any) -> SequenceCodec[
     if None in shape:
         return SequenceRagged("S", name, key, dtype, shape, **kwargs)
     return SequenceTensor("S", name, key, dtype, shape, **kwargs)
-
-
-def scalars(dtype: DType, count: int, seed: int) -> list[Any]:
-    pool: list[Any]
-    if dtype.kind is Kind.INT:
-        assert dtype.lo is not None and dtype.hi is not None
-        pool = [
-            v for v in (0, 1, -1, 127, 300, 2**40, dtype.lo, dtype.hi) if dtype.lo <= v <= dtype.hi
-        ]
-    elif dtype.kind is Kind.BOOL:
-        pool = [True, False, False]
-    elif dtype.kind is Kind.FLOAT:
-        pool = [0.5, -1.5, 1e30, math.inf, float(np.finfo(np.float32).max)]
-    elif dtype.kind is Kind.STR:
-        pool = ["", "a", "é" * 70, "日本語"]
-    else:
-        pool = [b"", b"\x00\xff", b"y" * 200]
-    return [pool[(seed + i) % len(pool)] for i in range(count)]
-
-
-def steps_value(dtype: DType, shape: Shape, steps: int, seed: int) -> list[Any]:
-    """``steps`` steps of ``shape`` (a leading ``None``: 0 to 2 rows each), as nested lists."""
-    value = []
-    for t in range(steps):
-        concrete = tuple((seed + t) % 3 if d is None else d for d in shape)
-        flat: Any = scalars(dtype, math.prod(concrete), seed + t)
-        for dim in reversed(concrete[1:]):
-            flat = [flat[i : i + dim] for i in range(0, len(flat), dim)]
-        value.append(flat if shape else flat[0])
-        if dtype.numeric and None in shape:
-            value[-1] = np.array(value[-1], dtype.numpy).reshape(concrete)
-    return value
-
-
-def plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value.encode() if isinstance(value, str) else value
-
-
-def tf_plain(tf: Any, tensor: Any) -> Any:
-    """A tensor as nested lists (a ragged one rebuilt from its row splits: faster than
-    ``to_list``)."""
-    if not isinstance(tensor, tf.RaggedTensor):
-        return tensor.numpy().tolist()
-    values = tensor.flat_values.numpy().tolist()
-    for splits in reversed(tensor.nested_row_splits):
-        bounds = splits.numpy().tolist()
-        values = [values[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    return values
 
 
 def encode(

@@ -11,7 +11,6 @@ record on its own. In CI a missing extension fails these tests; elsewhere they a
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import subprocess
 import sys
@@ -29,24 +28,10 @@ from codegen.errors import RecordError
 from codegen.runtime import accel
 from codegen.runtime.codec import batch, varint, wire
 from codegen.runtime.tf import proto
+from support.speedups import import_speedups
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def import_speedups() -> accel.Speedups:
-    """The extension; fails in CI when it cannot be imported, else skips."""
-    try:
-        module = importlib.import_module("codegen._speedups")
-    except ImportError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"codegen._speedups is required in CI but cannot be imported: {exc!r}")
-        pytest.skip(
-            f"codegen._speedups is not built ({exc!r}); build it with 'pip install -e .' or "
-            "'python setup.py build_ext --inplace'"
-        )
-    assert isinstance(module, accel.Speedups)
-    return module
 
 
 @pytest.fixture(scope="module")

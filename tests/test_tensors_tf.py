@@ -4,8 +4,7 @@ an Example, so do we."""
 
 from __future__ import annotations
 
-import math
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ from codegen.runtime.codec import wire
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tf.parse import parse_specs, tf_parse_example
+from support.tf_values import plain, ragged_value, raw_value, tf_plain
 
 pytestmark = pytest.mark.tensorflow
 
@@ -49,55 +49,6 @@ def ragged(dtype: DType, shape: Shape, name: str, **kwargs: Any) -> Codec[Any]:
     return RaggedStrings("R", name, f"key {name}", dtype, shape, **kwargs)
 
 
-def scalars(dtype: DType, count: int, seed: int) -> list[Any]:
-    """``count`` values of ``dtype`` (different per ``seed``), with the edges of its range."""
-    pool: list[Any]
-    if dtype.kind is Kind.INT:
-        assert dtype.lo is not None and dtype.hi is not None
-        pool = [
-            v for v in (0, 1, -1, 127, 300, 2**40, dtype.lo, dtype.hi) if dtype.lo <= v <= dtype.hi
-        ]
-    elif dtype.kind is Kind.BOOL:
-        pool = [True, False, False]
-    elif dtype.kind is Kind.FLOAT:
-        top = float(np.finfo(cast("np.dtype[np.floating[Any]]", dtype.numpy)).max)
-        pool = (
-            [0.0, -1.5, top, -math.inf, 0.25, -0.0]
-            if dtype.name != "float32"
-            else [0.5, 1e30, top, math.inf]
-        )
-    elif dtype.kind is Kind.STR:
-        pool = ["", "a", "é" * 70, "日本語"]
-    else:
-        pool = [b"", b"\x00\xff", b"y" * 200]
-    return [pool[(seed + i) % len(pool)] for i in range(count)]
-
-
-def raw_value(dtype: DType, shape: Shape, seed: int) -> np.ndarray[Any, Any]:
-    concrete = tuple(seed % 3 if d is None else d for d in shape)
-    return np.array(scalars(dtype, math.prod(concrete), seed), dtype.numpy).reshape(concrete)
-
-
-def ragged_value(dtype: DType, shape: Shape, seed: int) -> Any:
-    """A ragged value whose node lengths cycle through 0..2 (different per ``seed``)."""
-    nulls = shape.count(None)
-    fixed = tuple(d for d in shape if d is not None)
-    counter = iter(range(seed, seed + 1000))
-
-    def node(depth: int) -> Any:
-        n = next(counter) % 3
-        if depth == nulls - 1:
-            flat = scalars(dtype, n * math.prod(fixed), next(counter))
-            if dtype.numeric:
-                return np.array(flat, dtype.numpy).reshape(n, *fixed)
-            for dim in reversed(fixed):
-                flat = [flat[i : i + dim] for i in range(0, len(flat), dim)]
-            return flat
-        return [node(depth + 1) for _ in range(n)]
-
-    return node(0)
-
-
 def encode(codecs: list[Codec[Any]], values: list[Any]) -> bytes:
     """The Example holding each codec's value (entries and companions), keys in protobuf's order."""
     entries = []
@@ -105,27 +56,6 @@ def encode(codecs: list[Codec[Any]], values: list[Any]) -> bytes:
         entries.append((codec.key, codec.entry(value)))
         entries.extend((key, codec.part(value, i)) for i, key in enumerate(codec.companion_keys, 1))  # type: ignore[attr-defined]
     return wire.example(entry for _, entry in sorted(entries, key=lambda e: e[0].encode()))
-
-
-def plain(value: Any) -> Any:
-    """Our decoded value as TensorFlow's ``tolist()`` gives it (strings as UTF-8 bytes)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value.encode() if isinstance(value, str) else value
-
-
-def tf_plain(tf: Any, tensor: Any) -> Any:
-    """A tensor as nested lists (a ragged one rebuilt from its row splits: faster than
-    ``to_list``)."""
-    if not isinstance(tensor, tf.RaggedTensor):
-        return tensor.numpy().tolist()
-    values = tensor.flat_values.numpy().tolist()
-    for splits in reversed(tensor.nested_row_splits):
-        bounds = splits.numpy().tolist()
-        values = [values[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    return values
 
 
 def expected(codec: Codec[Any], value: Any) -> Any:

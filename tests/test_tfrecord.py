@@ -29,8 +29,7 @@ from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.resync import _header_candidates, _span_crc
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
-
-COMPRESSIONS: list[Compression] = [None, "gzip", "zlib"]
+from support.framing import COMPRESSIONS, frame, frame_header, frame_offsets, masked_crc
 
 # tf.io.TFRecordWriter's bytes for the records b"" and b"hello".
 TENSORFLOW_GOLDEN = bytes.fromhex(
@@ -38,30 +37,9 @@ TENSORFLOW_GOLDEN = bytes.fromhex(
 )
 
 
-def masked_crc(data: bytes) -> int:
-    c = crc32c.crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame(data: bytes) -> bytes:
-    """One record framed independently of the module under test."""
-    length = struct.pack("<Q", len(data))
-    return (
-        length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
-    )
-
-
-def frame_header(length: int) -> bytes:
-    raw = struct.pack("<Q", length)
-    return raw + struct.pack("<I", masked_crc(raw))
-
-
 def offsets(records: list[bytes]) -> list[int]:
     """The stream offset of each record's header, and the end of the stream last."""
-    out = [0]
-    for record in records:
-        out.append(out[-1] + len(record) + 16)
-    return out
+    return [*frame_offsets(records), sum(len(record) + 16 for record in records)]
 
 
 def read_all(reader: TFRecordReader) -> tuple[list[bytes], DataError | None]:

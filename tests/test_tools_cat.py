@@ -11,23 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cli_process import shell, tfr_gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_tools_common import (
-    CUSTOMERS,
-    ROOT,
-    Terminal,
-    assert_snapshot,
-    flip_byte,
-    frame_offsets,
-    generated,
-    run_cli,
-    tf_customers,
-    tf_digits,
-    tf_sentences,
-    tf_write,
-)
 
 from codegen.cli.commands.cat import _raw_json
 from codegen.runtime.codec import wire
@@ -35,8 +20,20 @@ from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.dynamic import load_record
 from codegen.tools.jsonlines import JsonLines
 from codegen.tools.values import value_json
+from support.cli import Terminal, assert_snapshot, run_cli, shell, tfr_gen
+from support.framing import flip_byte, frame_offsets
+from support.modules import generated_module
+from support.paths import SCHEMAS
+from support.tutorial import (
+    CUSTOMERS,
+    customer_records,
+    tf_customers,
+    tf_digits,
+    tf_sentences,
+    tf_write,
+)
 
-CUSTOMER_SCHEMA = str(ROOT / "schemas" / "customer.yaml")
+CUSTOMER_SCHEMA = str(SCHEMAS / "customer.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +84,8 @@ def test_sequence_examples_show_context_and_feature_lists(tutorial: Path, fmt: s
 
 
 def test_skip_and_count_select_records_with_their_positions(tmp_path: Path) -> None:
-    customer = generated("customer")
-    records = [
-        customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()})
-        for c in CUSTOMERS
-    ]
+    customer = generated_module("customer")
+    records = customer_records()
     customer.Customer.write_tfrecord(tmp_path / "c.tfrecord", records)
     offsets = frame_offsets([r.encode() for r in records])
     _, out, _ = run_cli(

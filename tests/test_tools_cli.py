@@ -9,15 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_tools_common import (
-    CUSTOMERS,
-    ROOT,
-    Terminal,
-    flip_byte,
-    frame_offsets,
-    generated,
-    run_cli,
-)
 
 from codegen.errors import RecordError, TfrGenError
 from codegen.generator.ir import RecordIR
@@ -28,6 +19,11 @@ from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.dynamic import DynamicRecord, build_codec
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs
+from support.cli import Terminal, run_cli
+from support.framing import flip_byte, frame_offsets
+from support.modules import generated_module
+from support.paths import SCHEMAS
+from support.tutorial import customer_records
 
 
 def test_json_schema_prints_the_schema_document_model(tmp_path: Path) -> None:
@@ -156,10 +152,10 @@ def test_scanner_limit_and_positions(tmp_path: Path) -> None:
 
 
 def test_dynamic_records_decode_like_the_generated_class() -> None:
-    customer = generated("customer")
-    schema = parse_schema((ROOT / "schemas" / "customer.yaml").read_text(), "customer.yaml")
+    customer = generated_module("customer")
+    schema = parse_schema((SCHEMAS / "customer.yaml").read_text(), "customer.yaml")
     dynamic = DynamicRecord(schema.records[0])
-    record = customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in CUSTOMERS[0].items()})
+    record = customer_records()[0]
     values = dynamic.decode(record.encode())
     assert list(values) == [f.name for f in schema.records[0].features]
     for name, value in values.items():
@@ -177,7 +173,7 @@ def test_dynamic_records_decode_like_the_generated_class() -> None:
 
 
 def test_codecs_this_runtime_lacks_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    schema = parse_schema((ROOT / "schemas" / "mnist.yaml").read_text(), "mnist.yaml")
+    schema = parse_schema((SCHEMAS / "mnist.yaml").read_text(), "mnist.yaml")
     record: RecordIR = schema.records[0]
     feature = next(f for f in record.features if f.kind.name == "numeric_tensor")
     assert build_codec(record, feature).shape == (784,)

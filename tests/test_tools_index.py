@@ -13,15 +13,6 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_tools_common import (
-    CUSTOMERS,
-    flip_byte,
-    frame_offsets,
-    generated,
-    run_cli,
-    tf_customers,
-    tf_write,
-)
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.io.indexed import (
@@ -34,6 +25,10 @@ from codegen.runtime.io.indexed import (
 )
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
+from support.cli import run_cli
+from support.framing import flip_byte, frame_offsets
+from support.modules import generated_module
+from support.tutorial import customer_records, tf_customers, tf_write
 
 RECORDS = [b"", b"a", b"bc" * 100, bytes(range(256)) * 9, b"last"]
 
@@ -169,19 +164,16 @@ def test_compressed_and_corrupt_files_cannot_be_indexed(tmp_path: Path) -> None:
 def test_records_of_tensorflow_and_generated_files_decode_by_position(
     tf: Any, tmp_path: Path
 ) -> None:
-    customer = generated("customer")
+    customer = generated_module("customer")
     tf_write(tf, tmp_path / "tf.tfrecord", tf_customers(tf))
-    records = [
-        customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()})
-        for c in CUSTOMERS
-    ]
+    records = customer_records()
     customer.Customer.write_tfrecord(tmp_path / "ours.tfrecord", records)
     for name in ("tf.tfrecord", "ours.tfrecord"):
         assert run_cli("index", name, cwd=tmp_path)[0] == 0
         with IndexedRecords(tmp_path / name, customer.Customer.decode) as decoded:
             assert len(decoded) == 3 and decoded.reader.index_path is not None
             assert decoded[-1] == records[2] and list(decoded) == records
-    with IndexedRecords(tmp_path / "tf.tfrecord", generated("mnist").Digit.decode) as digits:
+    with IndexedRecords(tmp_path / "tf.tfrecord", generated_module("mnist").Digit.decode) as digits:
         with pytest.raises(
             DataError, match="record 1 at byte offset [0-9]+: Digit.label"
         ) as caught:
@@ -221,7 +213,7 @@ def test_any_file_reads_back_by_position(
 
 
 def test_records_are_sliced_and_iterated_like_a_list(tmp_path: Path) -> None:
-    customer = generated("customer").Customer
+    customer = generated_module("customer").Customer
     customers = [
         customer(
             age=20 + i, movie=["m"], movie_ratings=[1.0], suggestion="s", suggestion_purchased=0.0

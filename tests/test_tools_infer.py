@@ -9,19 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_tools_common import (
-    SENTENCES,
-    assert_snapshot,
-    flip_byte,
-    frame_offsets,
-    generate_module,
-    run_cli,
-    tf_basics,
-    tf_customers,
-    tf_digits,
-    tf_sentences,
-    tf_write,
-)
 
 from codegen.errors import TfrGenError
 from codegen.generator.load import parse_schema
@@ -31,6 +18,10 @@ from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.dynamic import DynamicRecord
 from codegen.tools.inference import feature_names, infer_record, record_name_for, schema_yaml
 from codegen.tools.observe import Observation
+from support.cli import assert_snapshot, run_cli
+from support.framing import flip_byte, frame_offsets
+from support.modules import generate_module
+from support.tutorial import SENTENCES, tf_basics, tf_customers, tf_digits, tf_sentences, tf_write
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +52,7 @@ def test_inferred_schema_round_trips_tensorflow_files(
     assert out.startswith(f"wrote {schema} (")
     text = schema.read_text(encoding="utf-8")
     assert_snapshot(f"infer_{module}.yaml", text)
-    generated = generate_module(schema, f"tools_inferred_{module}")
+    generated = generate_module(text, f"tools_inferred_{module}", tmp_path)
     (record,) = parse_schema(text, schema.name).records
     record_class = getattr(generated, record.name)
     originals = [bytes(t.numpy()) for t in tf.data.TFRecordDataset(str(tutorial / data))]
@@ -92,7 +83,9 @@ def test_sequence_examples_round_trip_through_their_inferred_schema(
         "",
     )
     assert_snapshot("infer_sentences.yaml", (tmp_path / "sentences.yaml").read_text())
-    sentences = generate_module(tmp_path / "sentences.yaml", "tools_inferred_sentences").Sentences
+    sentences = generate_module(
+        (tmp_path / "sentences.yaml").read_text(), "tools_inferred_sentences", tmp_path
+    ).Sentences
     originals = list(read_tfrecord(tutorial / "sentences.tfrecord"))
     for original, (tokens, labels) in zip(originals, SENTENCES, strict=True):
         record = sentences.decode(original)

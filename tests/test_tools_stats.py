@@ -12,23 +12,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_tools_common import (
-    CUSTOMERS,
-    assert_snapshot,
-    flip_byte,
-    frame_offsets,
-    generated,
-    run_cli,
-    tf_customers,
-    tf_digits,
-    tf_sentences,
-    tf_write,
-)
 
 from codegen.errors import RecordError
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.observe import KeyObservation, Observation
+from support.cli import assert_snapshot, run_cli
+from support.framing import flip_byte, frame_offsets
+from support.modules import generated_module
+from support.tutorial import (
+    CUSTOMERS,
+    customer_records,
+    tf_customers,
+    tf_digits,
+    tf_sentences,
+    tf_write,
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +66,8 @@ def test_numbers_match_the_data(tutorial: Path) -> None:
 
 
 def test_files_of_generated_classes_with_damage_nan_and_absent_keys(tmp_path: Path) -> None:
-    customer = generated("customer")
-    records = [
-        customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()})
-        for c in CUSTOMERS
-    ]
+    customer = generated_module("customer")
+    records = customer_records()
     customer.Customer.write_tfrecord(tmp_path / "a.tfrecord", records)
     flip_byte(tmp_path / "a.tfrecord", frame_offsets([r.encode() for r in records])[1] + 30)
     odd = [

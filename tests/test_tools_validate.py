@@ -9,25 +9,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cli_process import tfr_gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_tools_common import (
-    CUSTOMERS,
-    ROOT,
-    assert_snapshot,
-    flip_byte,
-    frame_offsets,
-    generated,
-    run_cli,
-    tf_customers,
-    tf_write,
-)
 
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools import validation as validate
 from codegen.tools.dynamic import load_record
+from support.cli import assert_snapshot, run_cli, tfr_gen
+from support.framing import flip_byte, frame_offsets
+from support.modules import generated_module
+from support.paths import SCHEMAS
+from support.tutorial import CUSTOMERS, customer_records, tf_customers, tf_write
 
 SCHEMA = """\
 version: 1
@@ -164,14 +157,11 @@ def test_max_errors_stops_the_scan(data: Path) -> None:
 
 
 def test_clean_files_exit_0(tmp_path: Path) -> None:
-    customer = generated("customer")
-    records = [
-        customer.Customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()})
-        for c in CUSTOMERS
-    ]
+    customer = generated_module("customer")
+    records = customer_records()
     customer.Customer.write_tfrecord(tmp_path / "customers.tfrecord", records)
     code, out, _ = run_cli(
-        "validate", str(ROOT / "schemas" / "customer.yaml"), "customers.tfrecord", cwd=tmp_path
+        "validate", str(SCHEMAS / "customer.yaml"), "customers.tfrecord", cwd=tmp_path
     )
     assert (code, out) == (0, "tfr-gen validate: Customer: 3 records in 1 file: no problems\n")
 
@@ -184,7 +174,7 @@ def test_tensorflow_files_are_checked_like_any_other(tf: Any, tmp_path: Path) ->
     broken[2]["Suggestion Purchased"] = [1.0, 0.0]
     del broken[2]["Purchase Price"]  # has a default: fine
     tf_write(tf, tmp_path / "broken.tfrecord", tf_customers(tf, broken))
-    schema = str(ROOT / "schemas" / "customer.yaml")
+    schema = str(SCHEMAS / "customer.yaml")
     code, out, _ = run_cli("validate", schema, "clean.tfrecord", cwd=tmp_path)
     assert (code, out) == (0, "tfr-gen validate: Customer: 3 records in 1 file: no problems\n")
     code, out, _ = run_cli("validate", schema, "broken.tfrecord", cwd=tmp_path)

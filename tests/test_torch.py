@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_batch import batch_module
-from test_dataset_loader import SCHEMA, SIZES, write_shards
 
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.data.dataset import Dataset
+from support.modules import generate_module
+from support.shards import ITEM_SCHEMA, SIZES, write_shards
 
 torch = pytest.importorskip("torch")
 from codegen.runtime.data.pytorch import tensors  # noqa: E402  (needs torch)
@@ -21,7 +21,7 @@ from codegen.runtime.data.pytorch import tensors  # noqa: E402  (needs torch)
 
 @pytest.fixture(scope="module")
 def module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    return batch_module(SCHEMA, "torch_items", tmp_path_factory.mktemp("torch_module"))
+    return generate_module(ITEM_SCHEMA, "torch_items", tmp_path_factory.mktemp("torch_module"))
 
 
 def test_a_dataloader_with_two_workers_reads_every_record_once(

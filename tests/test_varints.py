@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_speedups import import_speedups
 
 from codegen.dtypes import DType
 from codegen.errors import RecordError
 from codegen.runtime import INT8, INT64, UINT8, UINT32, NumericTensor
 from codegen.runtime.accel import Speedups
 from codegen.runtime.codec import plan, varint, wire
+from support.speedups import import_speedups
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

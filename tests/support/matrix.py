@@ -1,7 +1,6 @@
-"""Shared helpers for the tests of generated modules.
+"""The conformance matrices and the values of generated records.
 
-* The committed modules of ``generated/`` (:func:`generated_module`) and realistic records for the
-  schema of each (:data:`SAMPLES`).
+* Realistic records for the schema of each committed module of ``generated/`` (:data:`SAMPLES`).
 * The matrix schema (:func:`matrix_yaml`, :func:`build_matrix`): one record per list dtype and shape
   form, each with a required feature ``req``, an optional one ``opt`` and, for fully known shapes,
   one with a default ``dflt``; plus the record ``Edges`` of extreme values under non-ASCII keys.
@@ -17,12 +16,9 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import itertools
 import math
 import struct
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +28,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from codegen.generator.load import parse_schema
-from codegen.generator.render import render
 from codegen.generator.schema.model import RAW_DTYPES
 from codegen.runtime import DTYPES, DType, FeatureInfo, Kind
-
-ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ROOT / "generated"
-SCHEMAS = ROOT / "schemas"
+from support.modules import generate_module, generated_module
+from support.paths import SCHEMAS
 
 
 def _list_examples_only(path: Path) -> bool:
@@ -68,16 +60,6 @@ kinds matrix and the corpus of ``tests/data/`` cover them.
 """
 
 Shape = tuple[int | None, ...]
-
-
-def generated_module(name: str) -> ModuleType:
-    """The committed generated module ``name``, imported with ``generated/`` on ``sys.path``."""
-    if str(GENERATED) not in sys.path:
-        sys.path.append(str(GENERATED))
-    module = importlib.import_module(name)
-    origin = Path(module.__file__ or "").resolve()
-    assert origin == GENERATED / f"{name}.py", f"{name} was imported from {origin}"
-    return module
 
 
 # --- realistic records for each schema ------------------------------------------------------------
@@ -324,22 +306,9 @@ def matrix_yaml() -> str:
     return text
 
 
-def _build_module(text: str, name: str, directory: Path) -> ModuleType:
-    """Generate the module of schema ``text`` into ``directory`` and import it as ``name``."""
-    source = render(parse_schema(text, f"{name}.yaml"), command="tests/matrix.py")
-    path = directory / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def build_matrix(directory: Path) -> ModuleType:
     """Generate the matrix module into ``directory`` and import it (as ``tfr_matrix``)."""
-    return _build_module(matrix_yaml(), "tfr_matrix", directory)
+    return generate_module(matrix_yaml(), "tfr_matrix", directory)
 
 
 def edge_values() -> dict[str, Any]:
@@ -493,7 +462,7 @@ def kinds_matrix_yaml() -> str:
 
 def build_kinds_matrix(directory: Path) -> ModuleType:
     """Generate the kinds matrix module into ``directory`` and import it (as ``tfr_kinds``)."""
-    return _build_module(kinds_matrix_yaml(), "tfr_kinds", directory)
+    return generate_module(kinds_matrix_yaml(), "tfr_kinds", directory)
 
 
 # --- comparable forms of values -------------------------------------------------------------------

@@ -1,31 +1,16 @@
-"""Helpers shared by the data-tool tests (test_tools_*.py): running the CLI, snapshots, data sets.
-
-The data sets are the tutorials' (movie customers, MNIST, my_ints/my_float/my_bytes, token
-sequences), written by TensorFlow (``write_tf_*``, given the ``tf`` fixture's module) or built with
-the wire primitives and generated classes. This module holds no tests.
-"""
+"""The data sets of TensorFlow's tutorials (movie customers, MNIST, my_ints/my_float/my_bytes,
+token sequences): as data, as ``tf.train`` messages (``tf_*``, given the ``tf`` fixture's module)
+written by TensorFlow's writer (:func:`tf_write`), and as records of the generated classes."""
 
 from __future__ import annotations
 
-import importlib.util
-import io
-import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
-import pytest
 
-from codegen.cli import main
-from codegen.generator.load import parse_schema
-from codegen.generator.render import render
-
-ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
-UPDATE = os.environ.get("TFR_UPDATE_SNAPSHOTS") == "1"
+from support.modules import generated_module
 
 CUSTOMERS: list[dict[str, Any]] = [
     {
@@ -59,72 +44,10 @@ SENTENCES = [([1, 2, 3], [0, 1, 0]), ([4, 5, 1], [1, 0, 0]), ([1, 2], [1, 1])]
 """The token and label sequences of the "SequenceExample for RNNs" tutorial."""
 
 
-class Terminal(io.StringIO):
-    """A text stream that says it is a terminal."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-def run_cli(*args: str, cwd: Path, err: io.StringIO | None = None) -> tuple[int, str, str]:
-    """Run ``tfr-gen`` in ``cwd``: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), err if err is not None else io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(cwd)
-        code = main(list(args), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def assert_snapshot(name: str, text: str) -> None:
-    """``text`` must equal ``tests/snapshots/<name>`` exactly; ``TFR_UPDATE_SNAPSHOTS=1``
-    rewrites the file instead."""
-    path = SNAPSHOTS / name
-    if UPDATE:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
-        return
-    assert path.exists(), f"no snapshot {path}; run the tests with TFR_UPDATE_SNAPSHOTS=1"
-    expected = path.read_text(encoding="utf-8")
-    assert text == expected, f"output differs from {path} (TFR_UPDATE_SNAPSHOTS=1 rewrites it)"
-
-
-def load_module(path: Path, name: str) -> ModuleType:
-    """Import the Python file at ``path`` as module ``name``."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def generate_module(schema_path: Path, name: str) -> ModuleType:
-    """Generate the module of a schema file next to it and import it as ``name``."""
-    schema = parse_schema(schema_path.read_text(encoding="utf-8"), schema_path.name)
-    target = schema_path.with_name(f"{name}.py")
-    target.write_text(render(schema, command="tfr-gen (test)"), encoding="utf-8")
-    return load_module(target, name)
-
-
-def generated(name: str) -> ModuleType:
-    """A committed generated module (``generated/<name>.py``)."""
-    return load_module(ROOT / "generated" / f"{name}.py", f"tools_generated_{name}")
-
-
-def frame_offsets(records: Sequence[bytes]) -> list[int]:
-    """The byte offset of each record's header in an uncompressed TFRecord file of ``records``."""
-    offsets, position = [], 0
-    for record in records:
-        offsets.append(position)
-        position += len(record) + 16
-    return offsets
-
-
-def flip_byte(path: Path, offset: int) -> None:
-    """Invert the bits of one byte of a file."""
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0xFF
-    path.write_bytes(bytes(data))
+def customer_records(customers: Sequence[dict[str, Any]] = CUSTOMERS) -> list[Any]:
+    """Customers as records of the committed generated class ``customer.Customer``."""
+    customer = generated_module("customer").Customer
+    return [customer(**{k.lower().replace(" ", "_"): v for k, v in c.items()}) for c in customers]
 
 
 # --- data written by TensorFlow -----------------------------------------------------------------
