@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, cast
 from unittest import mock
 
@@ -28,6 +30,7 @@ from codegen.errors import RecordError
 from codegen.runtime import accel
 from codegen.runtime.codec import batch, varint, wire
 from codegen.runtime.tf import proto
+from support.paths import ROOT
 from support.speedups import import_speedups
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -426,6 +429,30 @@ def test_a_missing_accelerator_is_reported_once_and_by_the_version(
     )
     assert version.returncode == 0 and version.stderr.count("AcceleratorWarning") <= 1
     assert version.stdout.startswith("tfr-gen ") and f"({status}" in version.stdout
+
+
+def test_an_unbuilt_checkout_is_pure_python_and_says_so(tmp_path: Path) -> None:
+    """A checkout without the built extension, first on ``sys.path``, imports its C sources
+    directory as ``codegen._speedups`` (a namespace package): the runtime runs pure Python."""
+    shutil.copytree(
+        ROOT / "codegen", tmp_path / "codegen", ignore=shutil.ignore_patterns("*.so", "*.pyd")
+    )
+    check = (
+        "import codegen._speedups as sources, codegen.runtime.accel as accel; "
+        "assert sources.__file__ is None, sources; "
+        "assert accel.speedups is None, accel.speedups; "
+        "print(accel.__file__); print(accel.status())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != accel.PURE_PYTHON_VARIABLE}
+    done = subprocess.run(
+        [sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    where, status = done.stdout.splitlines()
+    assert where == str(tmp_path / "codegen" / "runtime" / "accel.py")
+    sources = tmp_path / "codegen" / "_speedups"
+    assert status.startswith(f"C accelerator: not available ({sources} holds only its C sources")
+    assert done.stderr.count("AcceleratorWarning") == 1, done.stderr
 
 
 # --- valid encodings --------------------------------------------------------------------------

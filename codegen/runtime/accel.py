@@ -1,9 +1,11 @@
 """Selection of the optional C accelerator of the wire codec (``codegen._speedups``).
 
 ``speedups`` is the extension module when it is built and importable, else ``None`` (a machine
-without a C compiler installs the pure-Python package); setting the environment variable
-``TFR_GEN_PURE_PYTHON=1`` before the import forces ``None``, so the pure-Python path of
-``codegen.runtime.codec.wire`` runs everywhere. :class:`Speedups` describes what the module offers.
+without a C compiler installs the pure-Python package; a source checkout on ``sys.path`` that was
+not built offers only its C sources, ``codegen/_speedups/``, as a namespace package); setting the
+environment variable ``TFR_GEN_PURE_PYTHON=1`` before the import forces ``None``, so the pure-Python
+path of ``codegen.runtime.codec.wire`` runs everywhere. :class:`Speedups` describes what the module
+offers.
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ def load_speedups() -> Speedups | None:
         return None
     try:
         module = importlib.import_module("codegen._speedups")
+        if getattr(module, "__file__", None) is None:  # a namespace package: an unbuilt checkout
+            raise ImportError(f"{', '.join(module.__path__)} holds only its C sources, not built")
     except ImportError as exc:
         _missing = str(exc) or type(exc).__name__
         warnings.warn(
