@@ -1,14 +1,42 @@
-"""Shared fixtures. TensorFlow is imported once per session; in CI a missing TensorFlow fails the run."""
+"""Shared fixtures and the session's checks of its environment.
+
+TensorFlow is imported once per session; in CI a missing TensorFlow fails the run. In CI the
+C accelerator must be importable (unless ``TFR_GEN_PURE_PYTHON=1`` turns it off): a session that
+would otherwise test the pure-Python path alone fails before it collects anything. This module
+imports no part of the runtime before that check (the runtime warns when the accelerator is
+missing, and the tests turn warnings into errors).
+"""
 
 from __future__ import annotations
 
 import os
+import warnings
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from support.matrix import build_matrix
+import codegen
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In CI, stop at once when the runtime runs without ``codegen._speedups``."""
+    if not os.environ.get("CI"):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # AcceleratorWarning: reported below
+        from codegen.runtime import accel
+    if accel.speedups is not None or os.environ.get(accel.PURE_PYTHON_VARIABLE) == "1":
+        return
+    pytest.exit(
+        f"CI needs the C accelerator, but the codegen the tests imported, {Path(codegen.__file__).parent},"
+        f" runs without it: {accel.status()}. Install the package with `pip install .` (which builds"
+        " the extension) and run pytest from the repository root as configured in pyproject.toml (the"
+        " source tree never goes on sys.path), or build the extension in place with `python setup.py"
+        f" build_ext --inplace`; {accel.PURE_PYTHON_VARIABLE}=1 runs the pure-Python path on purpose.",
+        returncode=pytest.ExitCode.USAGE_ERROR,
+    )
 
 
 def _import_tensorflow() -> Any:
@@ -35,4 +63,6 @@ def tf() -> Any:
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The generated matrix module (one record per list dtype and shape form, plus ``Edges``)."""
+    from support.matrix import build_matrix
+
     return build_matrix(tmp_path_factory.mktemp("matrix"))
