@@ -16,15 +16,15 @@ nox.options.default_venv_backend = "none"
 nox.options.sessions = ["lint", "typecheck", "tests", "tests_pure"]
 
 PURE_PYTHON_TESTS = [
-    "tests/test_wire.py",
-    "tests/test_wire_properties.py",
-    "tests/test_features.py",
-    "tests/test_tensors.py",
-    "tests/test_sequences.py",
-    "tests/test_generated_records.py",
-    "tests/test_conformance_tf.py",
-    "tests/test_fuzz_properties.py",
-    "tests/test_corpus.py",
+    "tests/runtime/codec/test_wire.py",
+    "tests/runtime/codec/test_wire_properties.py",
+    "tests/runtime/codec/test_features.py",
+    "tests/runtime/codec/test_tensors.py",
+    "tests/runtime/codec/test_sequences.py",
+    "tests/integration/test_generated_records.py",
+    "tests/tf/test_conformance.py",
+    "tests/integration/test_fuzz_properties.py",
+    "tests/integration/test_corpus.py",
 ]
 """The codec and record tests that the pure-Python path (no C accelerator) must pass too."""
 

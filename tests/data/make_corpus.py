@@ -13,7 +13,7 @@ list, raw and ragged features in Examples and SequenceExamples, ``tests/data/cor
 
 and ``expected.json`` holds, per set, the decoded value of every attribute of every record (in the
 :func:`normal_form` of this module), which features each record leaves out, and the list of files.
-``tests/test_corpus.py`` reads every file back through the record classes and compares.
+``tests/integration/test_corpus.py`` reads every file back through the record classes and compares.
 
 Run from anywhere with TensorFlow and ``tfrecord`` installed: ``python tests/data/make_corpus.py``.
 The values are fixed (seeded); the order of map entries in the non-deterministic files can change

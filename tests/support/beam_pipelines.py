@@ -1,8 +1,8 @@
-"""The Beam pipelines of tests/test_beam.py, run with the Beam environment's Python.
+"""The Beam pipelines of tests/beam/test_beam.py, run with the Beam environment's Python.
 
 ``python tests/support/beam_pipelines.py SCENARIO WORKDIR [BEAM OPTION ...]`` runs one scenario in
-WORKDIR and prints its report as one line of JSON; tests/test_beam.py checks the report and
-the files the pipeline wrote (in its own environment, with protobuf 7 and TensorFlow).
+WORKDIR and prints its report as one line of JSON; tests/beam/test_beam.py checks the report
+and the files the pipeline wrote (in its own environment, with protobuf 7 and TensorFlow).
 ``generated/`` and the repository root must be on ``PYTHONPATH`` (the pipeline's workers import
 ``customer`` and ``codegen``). Beam is imported inside the scenarios: test_beam.py imports
 :func:`customer_for` from here without Beam.

@@ -12,6 +12,8 @@ from codegen.runtime.io.compression import Compression
 
 COMPRESSIONS: list[Compression] = [None, "gzip", "zlib"]
 """Every compression of a TFRecord stream."""
+SOME_RECORDS = [b"", b"a", b"bc" * 100, bytes(range(256)) * 9, b"last"]
+"""Records of several sizes, the empty one first."""
 
 
 def masked_crc(data: bytes) -> int:

@@ -270,5 +270,6 @@ PURE_PYTHON_ENCODE_PACKED_INT64 = encode_packed_int64
 """The pure-Python packed encoder, whichever implementation ``encode_packed_int64`` is bound to."""
 
 if _accel.speedups is not None:
-    # Same contract and output as the Python encoder (tests/test_speedups.py compares them).
+    # Same contract and output as the Python encoder (tests/runtime/codec/test_speedups.py compares
+    # them).
     encode_packed_int64 = _accel.speedups.encode_int64_packed  # type: ignore[assignment]  # noqa: F811

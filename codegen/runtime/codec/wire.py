@@ -734,7 +734,8 @@ PURE_PYTHON = _Namespace(
 """The pure-Python implementations, whichever implementation the public names are bound to."""
 
 if _accel.speedups is not None:
-    # The C accelerator keeps the same contracts and error messages (tests/test_speedups.py).
+    # The C accelerator keeps the same contracts and error messages
+    # (tests/runtime/codec/test_speedups.py).
     _c = _accel.speedups
     parse_example = _c.parse_example  # type: ignore[assignment]  # noqa: F811
     parse_sequence_example = _c.parse_sequence_example  # type: ignore[assignment]  # noqa: F811

@@ -514,7 +514,7 @@ PROVED_ELSEWHERE = {
     "record_added": "test_record_added_is_backward",
     "record_removed": "test_record_removed_is_forward",
     "record_renamed": "test_record_renamed_is_full",
-    "schema_removed": "tests/test_diff.py::test_against_reports_deleted_schemas_as_breaking",
+    "schema_removed": "tests/cli/test_diff.py::test_against_reports_deleted_schemas_as_breaking",
     "field_changed": "test_fields_without_a_rule_are_breaking",
 }
 

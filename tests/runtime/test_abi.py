@@ -14,9 +14,9 @@ import pytest
 
 from codegen import ABI_VERSION, __version__
 from codegen.runtime import _abi
+from support.paths import GENERATED, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-CUSTOMER = (ROOT / "generated" / "customer.py").read_text(encoding="utf-8")
+CUSTOMER = (GENERATED / "customer.py").read_text(encoding="utf-8")
 CHECK = f'_rt.check(__name__, {ABI_VERSION}, "{__version__}", '
 REGENERATE = "tfr-gen schemas/customer.yaml --out generated"
 
@@ -80,7 +80,7 @@ def test_a_module_generated_before_the_abi_names_the_fix(tmp_path: Path) -> None
 
 def test_the_abi_lists_exactly_what_generated_modules_use() -> None:
     used = set()
-    for path in sorted((ROOT / "generated").glob("*.py")):
+    for path in sorted(GENERATED.glob("*.py")):
         used.update(re.findall(r"\b_rt\.(\w+)", path.read_text(encoding="utf-8")))
     assert used <= set(_abi.__all__), used - set(_abi.__all__)
     # The ABI holds a codec class for every row of the registry, used by some schema or not.
@@ -106,7 +106,7 @@ def test_the_runtime_installs_and_runs_with_only_numpy_protobuf_and_crc32c(tmp_p
         "print(a.status())"
     )
     proc = subprocess.run(
-        [str(python), "-c", program, str(ROOT / "generated")],
+        [str(python), "-c", program, str(GENERATED)],
         capture_output=True,
         text=True,
         cwd=tmp_path,

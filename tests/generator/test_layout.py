@@ -22,6 +22,7 @@ from codegen.generator import naming
 from codegen.generator.layout import WIDTH, reflow, text_width
 from codegen.generator.load import parse_schema
 from codegen.generator.render import pyrepr, render
+from support.paths import GENERATED
 
 RUFF_RULES = "E,F,W,I,B,UP,RUF022"
 """The rules generated modules are checked with (E501 at the layout's width included)."""
@@ -239,7 +240,6 @@ def test_generated_modules_need_no_formatter(texts: list[str], tmp_path_factory:
 
 
 def test_committed_generated_modules_fit_the_width() -> None:
-    root = Path(__file__).resolve().parent.parent / "generated"
-    for path in sorted(root.glob("*.py")):
+    for path in sorted(GENERATED.glob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             assert text_width(line) <= WIDTH, f"{path.name}:{number} is {text_width(line)} wide"

@@ -1,4 +1,5 @@
-"""``tfr-gen index`` and :class:`IndexedReader`: random access to records by position."""
+"""Random access to records by position (:class:`IndexedReader`, :class:`IndexedRecords`): with an
+index file (``write_index``), stale or damaged ones, and without one."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,29 +25,16 @@ from codegen.runtime.io.indexed import (
 )
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
-from support.cli import run_cli
-from support.framing import flip_byte, frame_offsets
+from support.framing import SOME_RECORDS, flip_byte, frame_offsets
 from support.modules import generated_module
 from support.tutorial import customer_records, tf_customers, tf_write
-
-RECORDS = [b"", b"a", b"bc" * 100, bytes(range(256)) * 9, b"last"]
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     path = tmp_path / "r.tfrecord"
-    write_tfrecord(path, RECORDS)
+    write_tfrecord(path, SOME_RECORDS)
     return path
-
-
-def test_index_command_writes_the_documented_format(data: Path) -> None:
-    code, out, err = run_cli("index", "r.tfrecord", cwd=data.parent)
-    assert (code, out, err) == (0, "wrote r.tfrecord.index (5 records)\n", "")
-    raw = (data.parent / "r.tfrecord.index").read_bytes()
-    stat = os.stat(data)
-    offsets = frame_offsets(RECORDS)
-    body = struct.pack("<QQq", 5, stat.st_size, stat.st_mtime_ns) + struct.pack("<5Q", *offsets)
-    assert raw == b"TFRINDEX" + struct.pack("<II", 1, crc32c.crc32c(body)) + body
 
 
 def test_reader_uses_the_index_and_checks_every_record(data: Path) -> None:
@@ -55,9 +42,9 @@ def test_reader_uses_the_index_and_checks_every_record(data: Path) -> None:
     with IndexedReader(data) as reader:
         assert reader.index_path == f"{data}.index"
         assert len(reader) == 5
-        assert [reader[i] for i in range(5)] == RECORDS
+        assert [reader[i] for i in range(5)] == SOME_RECORDS
         assert reader[-1] == b"last" and reader[-5] == b""
-        assert list(reader) == RECORDS
+        assert list(reader) == SOME_RECORDS
         for bad in (5, -6, 100):
             with pytest.raises(IndexError, match=f"record index {bad} out of range for 5 records"):
                 reader[bad]
@@ -66,15 +53,15 @@ def test_reader_uses_the_index_and_checks_every_record(data: Path) -> None:
 def test_without_an_index_file_the_offsets_come_from_a_scan(data: Path) -> None:
     with IndexedReader(data) as reader:
         assert reader.index_path is None
-        assert reader[3] == RECORDS[3]
+        assert reader[3] == SOME_RECORDS[3]
 
 
 def test_a_stale_default_index_is_rebuilt_and_an_explicit_one_refused(data: Path) -> None:
     write_index(data)
-    write_tfrecord(data, RECORDS + [b"appended"])
+    write_tfrecord(data, SOME_RECORDS + [b"appended"])
     with IndexedReader(data) as reader:
         assert reader.index_path is None and len(reader) == 6 and reader[5] == b"appended"
-    size = sum(len(r) + 16 for r in RECORDS)
+    size = sum(len(r) + 16 for r in SOME_RECORDS)
     with pytest.raises(TfrGenError) as caught:
         IndexedReader(data, index=f"{data}.index")
     message = str(caught.value)
@@ -108,7 +95,7 @@ def test_damaged_index_files_are_refused_with_the_reason(data: Path) -> None:
 
 def test_corrupt_records_raise_data_error_with_their_position(data: Path) -> None:
     write_index(data)
-    offsets = frame_offsets(RECORDS)
+    offsets = frame_offsets(SOME_RECORDS)
     stat = os.stat(data)
     flip_byte(data, offsets[2] + 20)
     flip_byte(data, offsets[3] + 9)
@@ -128,37 +115,11 @@ def test_corrupt_records_raise_data_error_with_their_position(data: Path) -> Non
 def test_a_file_cut_short_after_indexing_reports_truncation(data: Path) -> None:
     write_index(data)
     stat = os.stat(data)
-    offsets = frame_offsets(RECORDS)
+    offsets = frame_offsets(SOME_RECORDS)
     data.write_bytes(data.read_bytes()[: offsets[4] + 14])
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     with pytest.raises(TfrGenError, match="stale index"):
         IndexedReader(data, index=f"{data}.index")
-
-
-def test_compressed_and_corrupt_files_cannot_be_indexed(tmp_path: Path) -> None:
-    write_tfrecord(tmp_path / "c.tfrecord.gz", RECORDS)
-    write_tfrecord(tmp_path / "bad.tfrecord", RECORDS)
-    flip_byte(tmp_path / "bad.tfrecord", frame_offsets(RECORDS)[1] + 12)
-    code, out, err = run_cli(
-        "index", "c.tfrecord.gz", "bad.tfrecord", "none.tfrecord", cwd=tmp_path
-    )
-    assert (code, out) == (2, "")
-    lines = err.splitlines()
-    assert lines[0] == (
-        "tfr-gen index: error: c.tfrecord.gz: a gzip-compressed file cannot be indexed (its records"
-        " can only be reached by decompressing everything before them); write it uncompressed for"
-        " random access"
-    )
-    assert lines[1].startswith(
-        "tfr-gen index: error: bad.tfrecord: record 1 at byte offset 16: corrupt data CRC of a"
-        " 1-byte record: stored "
-    )
-    assert lines[2:] == [
-        "tfr-gen index: error: none.tfrecord: No such file or directory",
-        "tfr-gen index: 3 of 3 files not indexed",
-    ]
-    with pytest.raises(TfrGenError, match="gzip-compressed"):
-        IndexedReader(tmp_path / "c.tfrecord.gz")
 
 
 def test_records_of_tensorflow_and_generated_files_decode_by_position(
@@ -169,7 +130,7 @@ def test_records_of_tensorflow_and_generated_files_decode_by_position(
     records = customer_records()
     customer.Customer.write_tfrecord(tmp_path / "ours.tfrecord", records)
     for name in ("tf.tfrecord", "ours.tfrecord"):
-        assert run_cli("index", name, cwd=tmp_path)[0] == 0
+        write_index(tmp_path / name)
         with IndexedRecords(tmp_path / name, customer.Customer.decode) as decoded:
             assert len(decoded) == 3 and decoded.reader.index_path is not None
             assert decoded[-1] == records[2] and list(decoded) == records
@@ -193,7 +154,7 @@ def test_reads_from_several_threads_agree(data: Path) -> None:
             thread.start()
         for thread in threads:
             thread.join()
-    assert results == [[RECORDS[i % 5] for i in range(200)]] * 4
+    assert results == [[SOME_RECORDS[i % 5] for i in range(200)]] * 4
 
 
 @settings(max_examples=40, deadline=None)

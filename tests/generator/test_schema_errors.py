@@ -13,6 +13,7 @@ from codegen.errors import Diagnostic, SchemaError, TfrGenError
 from codegen.generator.api import generate
 from codegen.generator.load import load_schema, parse_schema
 from codegen.generator.schema.loader import MAX_BYTES
+from support.paths import GENERATED, ROOT
 
 ALLOWED_FEATURE_FIELDS = "key, dtype, shape, default, optional, doc, encoding"
 ALLOWED_TAGS = "only !!str, !!int, !!float, !!bool, !!null, !!binary, !!seq and !!map are allowed"
@@ -756,10 +757,9 @@ def test_every_package_the_generated_code_imports_is_a_refused_module_name() -> 
 
     from codegen.generator.naming import IMPORTED_PACKAGES
 
-    root = pathlib.Path(__file__).resolve().parent.parent
-    sources = [*(root / "codegen").rglob("*.py"), *(root / "generated").glob("*.py")]
+    sources = [*(ROOT / "codegen").rglob("*.py"), *GENERATED.glob("*.py")]
     skip = {"cli", "tools", "generator"}  # not imported by generated code
-    sources = [p for p in sources if skip.isdisjoint(p.relative_to(root).parts)]
+    sources = [p for p in sources if skip.isdisjoint(p.relative_to(ROOT).parts)]
     imported: set[str] = set()
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):

@@ -13,8 +13,8 @@ import pytest
 
 from codegen.cli.commands import COMMANDS, Command
 from codegen.compat import markdown_table
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(
     [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *ROOT.glob("docs/*.md")]
 )

@@ -5,7 +5,6 @@ accelerator shares with Python are generated from it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,7 @@ from codegen.generator.render import environment
 from codegen.runtime.codec import batch, registry
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
-
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT
 
 
 def test_the_c_contract_header_is_generated_from_the_registry() -> None:

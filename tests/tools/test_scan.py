@@ -1,0 +1,43 @@
+"""The data tools' inputs: glob patterns expanded in order, and the scanner's limit and record positions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codegen.errors import TfrGenError
+from codegen.runtime.codec import wire
+from codegen.runtime.io.writer import write_tfrecord
+from codegen.tools.scan import Scanner, expand_inputs
+
+
+def test_inputs_expand_globs_in_order_once(tmp_path: Path) -> None:
+    for name in ("b.tfrecord", "a.tfrecord", "sub/c.tfrecord"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        assert expand_inputs(["*.tfrecord", "a.tfrecord", "**/c.*"]) == [
+            "a.tfrecord",
+            "b.tfrecord",
+            "sub/c.tfrecord",
+        ]
+        with pytest.raises(TfrGenError, match="sub: is a directory"):
+            expand_inputs(["sub"])
+
+
+def test_scanner_limit_and_positions(tmp_path: Path) -> None:
+    records = [wire.example([]), b"xyz", wire.example([])]
+    write_tfrecord(tmp_path / "a.tfrecord", records)
+    write_tfrecord(tmp_path / "b.tfrecord.zlib", records)
+    paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord.zlib")]
+    with Scanner(paths, limit=4) as scanner:
+        seen = [(Path(r.path).name, r.index, r.offset, r.data) for r in scanner]
+    assert seen == [
+        ("a.tfrecord", 0, 0, records[0]),
+        ("a.tfrecord", 1, 18, b"xyz"),
+        ("a.tfrecord", 2, 37, records[2]),
+        ("b.tfrecord.zlib", 0, 0, records[0]),
+    ]
+    assert (scanner.files, scanner.file_records, scanner.records) == (2, [3, 1], 4)
