@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import crc32c
 
@@ -172,6 +172,14 @@ def _scan_frames(
     return records, pos
 
 
+class ScanFrames(Protocol):
+    """The signature of ``scan_frames`` (``views`` is false unless given)."""
+
+    def __call__(
+        self, buffer: Buffer, start: int, verify: bool, views: bool = False, /
+    ) -> tuple[list[Record], int]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class FrameCodec:
     """The framing primitives that writers and readers call once per batch of records, in C or in
@@ -190,7 +198,7 @@ class FrameCodec:
     """
 
     frame_records: Callable[[Sequence[bytes], int, int], tuple[bytes, int]]
-    scan_frames: Callable[[Buffer, int, bool, bool], tuple[list[Record], int]]
+    scan_frames: ScanFrames
 
 
 PURE_PYTHON = FrameCodec(_frame_records, _scan_frames)
