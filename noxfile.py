@@ -42,7 +42,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over the package and generated/, as configured in pyproject.toml."""
+    """mypy --strict, as configured in pyproject.toml: the package, generated/, the tests, the
+    benchmarks, the fuzz targets and the examples."""
     session.run("mypy", *session.posargs)
 
 

@@ -77,8 +77,8 @@ def customer_rows(sp: accel.Speedups) -> list[Row]:
     data = customer_record()
     decoders_c: dict[int, Callable[[bytes], object]] = {
         1: sp.decode_bytes_values,
-        2: lambda body: np.frombuffer(sp.decode_float_values(body), "<f4"),
-        3: lambda body: np.frombuffer(sp.decode_int64_values(body), "<i8"),
+        2: lambda body: np.frombuffer(memoryview(sp.decode_float_values(body)), "<f4"),
+        3: lambda body: np.frombuffer(memoryview(sp.decode_int64_values(body)), "<i8"),
     }
     decoders_py: dict[int, Callable[[bytes], object]] = {
         1: wire.decode_bytes_list,
@@ -124,7 +124,7 @@ def list_rows(sp: accel.Speedups) -> list[Row]:
     return [
         (
             "int64[784] decode to numpy",
-            lambda: np.frombuffer(sp.decode_int64_values(int_body), "<i8"),
+            lambda: np.frombuffer(memoryview(sp.decode_int64_values(int_body)), "<i8"),
             lambda: wire.decode_int64_list(int_body),
             lambda: np.array(proto.Int64List.FromString(int_body).value, np.int64),
         ),
@@ -136,7 +136,7 @@ def list_rows(sp: accel.Speedups) -> list[Row]:
         ),
         (
             "float32[128] decode to numpy",
-            lambda: np.frombuffer(sp.decode_float_values(float_body), "<f4"),
+            lambda: np.frombuffer(memoryview(sp.decode_float_values(float_body)), "<f4"),
             lambda: wire.decode_float_list(float_body),
             lambda: np.array(proto.FloatList.FromString(float_body).value, np.float32),
         ),

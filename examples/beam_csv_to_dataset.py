@@ -26,17 +26,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import apache_beam as beam  # type: ignore[import-not-found]
-from apache_beam.io.filesystems import FileSystems  # type: ignore[import-not-found]
-from apache_beam.options.pipeline_options import (  # type: ignore[import-not-found]
-    PipelineOptions,
-)
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from codegen.beam import DeadLetter, WriteDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
-from customer import Customer  # type: ignore[import-not-found]  # noqa: E402  (generated)
+from customer import Customer  # noqa: E402  (generated)
 
 COLUMNS = ("age", "movie", "movie_ratings", "suggestion", "suggestion_purchased", "purchase_price")
 BAD_ROW = "bad_row"

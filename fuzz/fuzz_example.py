@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import atheris  # type: ignore[import-untyped]
+import atheris
 
 GENERATED = [path.stem for path in (Path(__file__).resolve().parents[1] / "generated").glob("*.py")]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-import atheris  # type: ignore[import-untyped]
+import atheris
 
 with atheris.instrument_imports(include=["codegen"]):
     from codegen.errors import SchemaError

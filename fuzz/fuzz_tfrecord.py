@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import sys
 
-import atheris  # type: ignore[import-untyped]
+import atheris
 
 with atheris.instrument_imports(include=["codegen", "common"]):
     from common import read_mode

@@ -183,7 +183,8 @@ _KEYS = ["a", "b", "é", "", "long key"]
 def _feature(draw: st.DrawFn) -> bytes:
     kind = draw(st.sampled_from(["int", "float", "bytes", "none"]))
     if kind == "int":
-        return wire.int64_feature(draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4)))
+        ints = draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4))
+        return wire.int64_feature(np.array(ints, np.int64))
     if kind == "float":
         floats = st.floats(width=32, allow_nan=True, allow_infinity=True)
         return wire.float_feature(np.array(draw(st.lists(floats, max_size=4)), np.float32))

@@ -83,7 +83,12 @@ records:
     }
     assert "os" not in imported
     called: list[str] = []
-    monkeypatch.setattr("os.system", lambda cmd: called.append(cmd) or 0)
+
+    def system(command: str) -> int:
+        called.append(command)
+        return 0
+
+    monkeypatch.setattr("os.system", system)
     module = module_from_source(source, "evil_schema_module")
     assert called == []
     record = module.Evil(payload="x")

@@ -209,7 +209,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     from benchmarks.report import RunReport, format_markdown, format_text
     from benchmarks.results import Row, WorkloadResult
 
-    rows = (
+    rows: tuple[Row, ...] = (
         Row("encode", TFRGEN_ENCODE, (1.0, 9.0, 2.0)),
         Row("encode", PROTOBUF_BUILD, (4.0, 4.0, 5.0)),
         Row("decode", TFRGEN_DECODE, (2.0, 2.0, 2.0)),

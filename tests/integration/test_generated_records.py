@@ -22,16 +22,15 @@ from codegen.runtime.tf import proto
 from support.matrix import (
     SAMPLES,
     SCHEMA_NAMES,
-    SCHEMAS,
     build_example,
     canon,
     flat_values,
-    generated_module,
     record_canon,
     record_values,
     samples,
 )
-from support.paths import TESTS
+from support.modules import generated_module
+from support.paths import SCHEMAS, TESTS
 
 # --- round trips ----------------------------------------------------------------------------------
 

@@ -45,10 +45,8 @@ def _write_json(value: object, path: str) -> None:
 
 def write(workdir: Path, options: list[str], count: int, shards: int) -> dict[str, Any]:
     """Writes customers 0 .. count-1 as a gzip dataset of ``shards`` shards."""
-    import apache_beam as beam  # type: ignore[import-not-found]
-    from apache_beam.options.pipeline_options import (  # type: ignore[import-not-found]
-        PipelineOptions,
-    )
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
 
     from codegen.beam import WriteDataset
 

@@ -680,6 +680,10 @@ def test_a_missing_required_ragged_feature_list_is_refused_where_tensorflow_read
     data = inputs_of(tf, cls)["steps missing"]
     with pytest.raises(RecordError, match=r"\.steps \(key .*required feature list is missing"):
         cls.decode(data)
-    for serialized_input, steps_of in ((data, lambda t: t), ([data], lambda t: t[0])):
+    inputs: list[tuple[object, Callable[[Any], Any]]] = [
+        (data, lambda t: t),
+        ([data], lambda t: t[0]),
+    ]
+    for serialized_input, steps_of in inputs:
         parsed = cls.tf_parse(tf.constant(serialized_input))
         assert steps_of(parsed["steps"]).shape[0] == 0

@@ -34,6 +34,7 @@ from codegen.runtime.codec.sequences import (
 )
 from codegen.runtime.codec.tensors import RaggedTensor, RawTensor
 from codegen.runtime.tf.parse import parse_specs, tf_parse_sequence_example
+from support.codecs import codec_entries
 from support.tf_values import plain, steps_value, tf_plain
 
 pytestmark = pytest.mark.tensorflow
@@ -60,8 +61,7 @@ def encode(
 ) -> bytes:
     entries = []
     for codec, value in zip(context, context_values, strict=True):
-        entries.append((codec.key, codec.entry(value)))
-        entries.extend((key, codec.part(value, i)) for i, key in enumerate(codec.companion_keys, 1))  # type: ignore[attr-defined]
+        entries.extend(codec_entries(codec, value))
     list_entries = [
         (c.key, c.entry(c.coerce(v))) for c, v in zip(lists, values, strict=True) if v is not None
     ]

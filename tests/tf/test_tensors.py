@@ -28,6 +28,7 @@ from codegen.runtime.codec import wire
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tf.parse import parse_specs, tf_parse_example
+from support.codecs import codec_entries
 from support.tf_values import plain, ragged_value, raw_value, tf_plain
 
 pytestmark = pytest.mark.tensorflow
@@ -53,8 +54,7 @@ def encode(codecs: list[Codec[Any]], values: list[Any]) -> bytes:
     """The Example holding each codec's value (entries and companions), keys in protobuf's order."""
     entries = []
     for codec, value in zip(codecs, values, strict=True):
-        entries.append((codec.key, codec.entry(value)))
-        entries.extend((key, codec.part(value, i)) for i, key in enumerate(codec.companion_keys, 1))  # type: ignore[attr-defined]
+        entries.extend(codec_entries(codec, value))
     return wire.example(entry for _, entry in sorted(entries, key=lambda e: e[0].encode()))
 
 

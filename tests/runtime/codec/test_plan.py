@@ -50,6 +50,7 @@ from codegen.runtime import (
     TextTensor,
 )
 from codegen.runtime.codec import plan, wire
+from support.codecs import codec_entries
 from support.speedups import import_speedups
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -185,9 +186,7 @@ def encode(values: dict[str, object], extra: tuple[tuple[str, bytes], ...] = ())
         if codec.name not in values:
             continue
         value = values[codec.name]
-        entries.append((codec.key.encode(), codec.entry(value)))
-        for i, key in enumerate(codec.companion_keys, 1):
-            entries.append((key.encode(), codec.part(value, i)))
+        entries.extend((key.encode(), entry) for key, entry in codec_entries(codec, value))
     for key, feature in extra:
         entries.append((key.encode(), wire.map_entry(wire.key_field(key), feature)))
     return wire.example(entry for _, entry in sorted(entries))
@@ -355,7 +354,7 @@ def test_mutated_examples_decode_like_the_reference(
 
 
 def test_records_without_a_plan_decode_through_their_codecs() -> None:
-    ragged = RaggedTensor("P", "r", "r", INT64, (None, None))
+    ragged = RaggedTensor[np.int64]("P", "r", "r", INT64, (None, None))
     assert plan.compile_plan((ragged,), plan.codec_decoder("P", (ragged,))) is None
     nested = TextTensor("P", "t", "t", STRING, (None, 2))
     decoder = plan.example_decoder("P", (nested,))
@@ -365,7 +364,7 @@ def test_records_without_a_plan_decode_through_their_codecs() -> None:
 
 # --- SequenceExamples --------------------------------------------------------------------------
 
-CONTEXT = (
+CONTEXT: tuple[Codec[Any], ...] = (
     IntScalar("S", "length", "length", INT64, ()),
     TextScalar("S", "source", "source", STRING, (), optional=True),
     NumericTensor("S", "frame", "frame", FLOAT32, (2,)),
@@ -487,7 +486,7 @@ def test_a_context_feature_without_a_list_holds_no_values() -> None:
     values, so a feature with a default refuses it; in an ``Example`` the feature is absent and
     the default applies. Absent from the context, the default applies too."""
     count = IntScalar("R", "n", "n", INT64, (), default=7)
-    steps = SequenceTensor("R", "s", "s", INT64, ())
+    steps = SequenceTensor[np.int64]("R", "s", "s", INT64, ())
     kindless = wire.map_entry(wire.key_field("n"), b"")
     lists = [steps.entry(np.array([1, 2], np.int64))]
     for sequence in (

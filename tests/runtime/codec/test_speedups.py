@@ -497,7 +497,7 @@ def test_hand_made_examples_read_like_protobuf(sp: accel.Speedups, data: bytes) 
             continue  # an earlier entry with a list stays, as in TensorFlow (wire.parse_example)
         assert kind == (0 if which is None else LIST_NAMES.index(which) + 1)
         if kind == 3:
-            values = np.frombuffer(sp.decode_int64_values(body), "<i8").tolist()
+            values = np.frombuffer(memoryview(sp.decode_int64_values(body)), "<i8").tolist()
             assert values == list(feature.int64_list.value)
         elif kind == 2:
             expected = np.array(feature.float_list.value, "<f4").tobytes()
@@ -515,10 +515,12 @@ def _unknown(message: Any) -> Any:
 
 def test_decoded_buffers_are_writable_numpy_arrays(sp: accel.Speedups) -> None:
     body = bytes(proto.Int64List(value=[1, -2, 300]).SerializeToString())
-    ints = np.frombuffer(sp.decode_int64_values(body), "<i8")
+    ints = np.frombuffer(memoryview(sp.decode_int64_values(body)), "<i8")
     ints[0] = 7
     assert ints.flags.writeable and ints.tolist() == [7, -2, 300]
-    floats = np.frombuffer(sp.decode_float_values(ld(1, np.array([0.5], "<f4").tobytes())), "<f4")
+    floats = np.frombuffer(
+        memoryview(sp.decode_float_values(ld(1, np.array([0.5], "<f4").tobytes()))), "<f4"
+    )
     floats[0] += 1
     assert floats.tolist() == [1.5]
     assert sp.decode_int64_values(b"") == bytearray() and sp.decode_bytes_values(b"") == []
@@ -816,10 +818,13 @@ def scan_reference(
 
 def scan_c(sp: accel.Speedups, records: Sequence[bytes], keys: tuple[bytes, ...]) -> Outcome:
     def run() -> ScanResult:
-        result = sp.scan_batch(records, keys)
-        for columns in result:
+        scanned: ScanResult = []
+        for columns in sp.scan_batch(records, keys):
             assert [type(column) for column in columns] == [bytearray] * 2 + [sp.Block] * 2 + [list]
-        return [(bytes(a), bytes(b), bytes(c), bytes(d), e) for a, b, c, d, e in result]
+            kinds, counts, ints, floats, values = columns
+            assert isinstance(values, list)  # not a (blob, sizes) pair: no key is joined
+            scanned.append((bytes(kinds), bytes(counts), bytes(ints), bytes(floats), values))
+        return scanned
 
     return outcome(run)
 
@@ -964,8 +969,8 @@ def test_scan_batch_columns(sp: accel.Speedups) -> None:
     (kinds, counts, ints, floats, strings), twice, none = sp.scan_batch(records, (b"i", b"i", b"s"))
     assert list(kinds) == [3, 2, sp.ABSENT]
     assert np.frombuffer(counts, "<i8").tolist() == [2, 1, 0]
-    assert np.frombuffer(ints, "<i8").tolist() == [1, 2]
-    assert np.frombuffer(floats, "<f4").tolist() == [1.5]
+    assert np.frombuffer(memoryview(ints), "<i8").tolist() == [1, 2]
+    assert np.frombuffer(memoryview(floats), "<f4").tolist() == [1.5]
     assert strings == []
     assert twice == (kinds, counts, ints, floats, strings)
     assert list(none[0]) == [1, 0, sp.ABSENT] and none[4] == [b"x"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import re
 import struct
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import pytest
@@ -118,10 +118,12 @@ def test_an_unfinished_last_varint_is_refused(vm: VarintModule) -> None:
 def test_int64_lists_decode_like_python(sp: Speedups, values: list[int]) -> None:
     body = b"\x0a" + wire.encode_varint(len(encode(values))) + encode(values)
     expected = wire.decode_int64_list(body)
-    assert np.frombuffer(sp.decode_int64_values(body), "<i8").tolist() == expected.tolist()
+    assert (
+        np.frombuffer(memoryview(sp.decode_int64_values(body)), "<i8").tolist() == expected.tolist()
+    )
     ((kinds, counts, ints, _, _),) = sp.scan_batch([wire.example([entry(body)])] * 2, (b"k",))
     assert list(kinds) == [3, 3]
-    assert np.frombuffer(ints, "<i8").tolist() == expected.tolist() * 2
+    assert np.frombuffer(memoryview(ints), "<i8").tolist() == expected.tolist() * 2
 
 
 def entry(body: bytes) -> bytes:
@@ -132,10 +134,10 @@ def entry(body: bytes) -> bytes:
 @pytest.mark.parametrize("dtype", [INT64, UINT32, UINT8, INT8], ids=lambda d: d.name)
 def test_plan_int_arrays_of_every_width_decode_like_their_codec(dtype: DType) -> None:
     rng = np.random.default_rng(3)
-    codec = NumericTensor("R", "x", "k", dtype, (300,))
+    codec = NumericTensor[Any]("R", "x", "k", dtype, (300,))
     compiled = plan.example_decoder("R", (codec,))
     reference = plan.codec_decoder("R", (codec,))
-    info = np.iinfo(dtype.numpy)
+    info = np.iinfo(cast("np.dtype[np.integer[Any]]", dtype.numpy))
     refused = 0
     for case in range(40):
         values = rng.integers(0, min(int(info.max), 20_000), 300, endpoint=True).astype(np.int64)

@@ -189,6 +189,6 @@ def test_records_are_sliced_and_iterated_like_a_list(tmp_path: Path) -> None:
         assert records[13:10] == []
         assert list(records) == customers
         with pytest.raises(TypeError, match=r"an int or a slice \(records\[10:13\]\), not by str"):
-            records["3"]  # type: ignore[call-overload]
+            records["3"]
     with IndexedReader(tmp_path / "c.tfrecord") as reader:
         assert reader[1:3] == [c.encode() for c in customers[1:3]]

@@ -567,7 +567,7 @@ def test_header_candidates_match_a_direct_check() -> None:
         for p in range(3, len(data) - 11)
         if masked_crc(data[p : p + 8]) == struct.unpack_from("<I", data, p + 8)[0]
     ]
-    assert _header_candidates(data, 3, len(data) - 14) == expected
+    assert _header_candidates(memoryview(data), 3, len(data) - 14) == expected
     assert {14, 997, 4985} <= set(expected)
 
 
