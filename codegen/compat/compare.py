@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from codegen.compat import rules
+import codegen.compat.rules as rules
 from codegen.compat.changes import Change, ChangeKind, Classification, Position
 from codegen.compat.rules import Feature, shape_text
 

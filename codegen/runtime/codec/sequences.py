@@ -28,9 +28,9 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
+import codegen.runtime.accel as accel
 from codegen.dtypes import DType, Kind
 from codegen.errors import RecordError, TfrGenError
-from codegen.runtime import accel
 from codegen.runtime.codec.equality import values_equal
 from codegen.runtime.codec.features import (
     _ITEM_HEADS,

@@ -12,8 +12,8 @@ import operator
 import numpy as np
 from numpy.typing import NDArray
 
+import codegen.runtime.accel as _accel
 from codegen.errors import RecordError
-from codegen.runtime import accel as _accel
 
 MASK64 = (1 << 64) - 1
 """The 64 bits a varint carries."""

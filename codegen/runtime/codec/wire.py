@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+import codegen.runtime.accel as _accel
 from codegen.errors import RecordError
-from codegen.runtime import accel as _accel
 from codegen.runtime.codec.varint import (
     decode_packed_int64,
     encode_length,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import crc32c
 
-from codegen.runtime import accel as _accel
+import codegen.runtime.accel as _accel
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

@@ -15,8 +15,8 @@ from collections.abc import Callable, Generator, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
+import codegen.runtime.accel as _accel
 from codegen.errors import DataError, RecordError, TfrGenError
-from codegen.runtime import accel as _accel
 from codegen.runtime.io import framing
 from codegen.runtime.io.compression import (
     CompressedStreamError,
