@@ -14,6 +14,7 @@ import pytest
 from codegen.generator.api import generate
 from support.cli import run_cli
 from support.paths import GENERATED, ROOT, SCHEMAS
+from support.processes import PYTHON
 
 
 def test_generated_directory_matches_schemas_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,13 +84,9 @@ def test_cli_usage_errors_exit_2_without_traceback() -> None:
 
 
 def test_version_and_help_work() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "codegen", "--version"], capture_output=True, text=True
-    )
+    proc = subprocess.run([*PYTHON, "-m", "codegen", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("tfr-gen ")
-    proc = subprocess.run(
-        [sys.executable, "-m", "codegen", "--help"], capture_output=True, text=True
-    )
+    proc = subprocess.run([*PYTHON, "-m", "codegen", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "generate" in proc.stdout
 
 
@@ -100,7 +97,7 @@ def test_output_is_identical_across_hash_seeds(tmp_path: Path) -> None:
         shutil.rmtree(out_dir, ignore_errors=True)
         env = {**os.environ, "PYTHONHASHSEED": seed}
         proc = subprocess.run(
-            [sys.executable, "-m", "codegen", "schemas", "--out", str(out_dir)],
+            [*PYTHON, "-m", "codegen", "schemas", "--out", str(out_dir)],
             cwd=ROOT,
             env=env,
             capture_output=True,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import os
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +30,7 @@ from support.matrix import (
 )
 from support.modules import generated_module
 from support.paths import SCHEMAS, TESTS
+from support.processes import PYTHON
 
 # --- round trips ----------------------------------------------------------------------------------
 
@@ -226,7 +226,7 @@ def test_encode_gives_the_same_bytes_in_any_process() -> None:
     here = [f"{name} {record.encode().hex()}" for name in SCHEMA_NAMES for record in samples(name)]
     runs = [
         subprocess.Popen(
-            [sys.executable, "-c", _ENCODE_SAMPLES, str(TESTS)],
+            [*PYTHON, "-c", _ENCODE_SAMPLES, str(TESTS)],
             env={**os.environ, "PYTHONHASHSEED": seed},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from support.paths import ROOT
+from support.processes import PYTHON
 
 PYPROJECT = ROOT / "pyproject.toml"
 CONTRACTS: list[dict[str, object]] = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"][
@@ -246,8 +247,7 @@ def test_importing_the_generator_loads_neither_the_runtime_protobuf_nor_the_acce
     tmp_path: Path,
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import codegen.generate"],
-        cwd=tmp_path,  # not the repository root: the codegen the tests import
+        [*PYTHON, "-X", "importtime", "-c", "import codegen.generate"],
         capture_output=True,
         text=True,
         timeout=120,

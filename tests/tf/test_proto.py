@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 
 from codegen.runtime.tf import proto
+from support.processes import PYTHON
 
 MESSAGES = (
     "BytesList",
@@ -66,7 +66,7 @@ def import_orders(
     script = textwrap.dedent(ROUND_TRIP)
     running = {
         first: subprocess.Popen(
-            [sys.executable, "-c", script, first],
+            [*PYTHON, "-c", script, first],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

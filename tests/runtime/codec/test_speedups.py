@@ -31,6 +31,7 @@ from codegen.runtime import accel
 from codegen.runtime.codec import batch, varint, wire
 from codegen.runtime.tf import proto
 from support.paths import ROOT
+from support.processes import PYTHON
 from support.speedups import import_speedups
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -413,16 +414,12 @@ def test_a_missing_accelerator_is_reported_once_and_by_the_version(
         "import codegen.runtime.codec.wire; print(a.status())"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True
+        [*PYTHON, "-c", program], capture_output=True, text=True, env=env, check=True
     )
     assert proc.stdout.startswith(status)
     assert proc.stderr.count("AcceleratorWarning") == (1 if warned else 0), proc.stderr
     version = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import sys; {code}from codegen.cli import main; main(['--version'])",
-        ],
+        [*PYTHON, "-c", f"import sys; {code}from codegen.cli import main; main(['--version'])"],
         capture_output=True,
         text=True,
         env=env,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ import pytest
 from codegen.runtime.io.reader import read_tfrecord
 from support.modules import generated_module
 from support.paths import GENERATED
+from support.processes import PYTHON
 
 KILLS = 12
 """Children killed: four during (or just after) each kind of write."""
@@ -167,7 +167,7 @@ def run_child(out: Path, log: Log, kind: int, rng: random.Random) -> None:
     """Starts a child and kills it at a random moment of its first write of ``kind`` (0: a file,
     1: a gzip stream, 2: a dataset)."""
     with subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(GENERATED), str(out), str(log.next_write)],
+        [*PYTHON, "-c", CHILD, str(GENERATED), str(out), str(log.next_write)],
         stdout=subprocess.PIPE,
         text=True,
     ) as proc:

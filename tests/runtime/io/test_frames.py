@@ -8,7 +8,6 @@ import io
 import os
 import random
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -27,6 +26,7 @@ from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
 from support.framing import frame
+from support.processes import PYTHON
 from support.speedups import speedups_module
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ def test_pure_python_variable_selects_the_python_primitives() -> None:
         "assert framing.FRAMES is framing.PURE_PYTHON, framing.FRAMES"
     )
     env = {**os.environ, accel.PURE_PYTHON_VARIABLE: "1"}
-    subprocess.run([sys.executable, "-c", check], env=env, check=True)
+    subprocess.run([*PYTHON, "-c", check], env=env, check=True)
 
 
 def test_an_outdated_extension_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,6 +30,7 @@ from codegen.runtime.io.resync import _header_candidates, _span_crc
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.runtime.io.writer import TFRecordWriter, write_tfrecord
 from support.framing import COMPRESSIONS, frame, frame_header, frame_offsets, masked_crc
+from support.processes import PYTHON
 
 # tf.io.TFRecordWriter's bytes for the records b"" and b"hello".
 TENSORFLOW_GOLDEN = bytes.fromhex(
@@ -817,7 +818,7 @@ while True:
 def test_killed_writer_leaves_no_final_file(tmp_path: Path) -> None:
     path = tmp_path / "out.tfrecord"
     with subprocess.Popen(
-        [sys.executable, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE, cwd=tmp_path
+        [*PYTHON, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE, cwd=tmp_path
     ) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"ready\n"
