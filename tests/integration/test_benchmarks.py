@@ -6,7 +6,6 @@ import dataclasses
 import importlib.util
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +17,7 @@ import pytest
 from codegen.runtime import FeatureInfo, FeatureSpec
 from codegen.runtime.codec import wire
 from support.paths import ROOT
+from support.processes import PYTHON
 
 
 @pytest.fixture
@@ -39,7 +39,13 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
     from benchmarks.workloads import BY_NAME, Skip, load
 
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    command = [sys.executable, "-m", "benchmarks", "--quick", "--workloads", "customer,sequence"]
+    # ``python -m benchmarks`` with the repository root after the installed codegen on sys.path
+    run_benchmarks = (
+        "import runpy, sys; sys.path.append(sys.argv.pop(1)); "
+        "runpy.run_module('benchmarks', run_name='__main__', alter_sys=True)"
+    )
+    command = [*PYTHON, "-c", run_benchmarks, str(ROOT)]
+    command += ["--quick", "--workloads", "customer,sequence"]
     command += ["--json", str(out_json), "--markdown", str(out_md)]
     command += ["--data-dir", str(tmp_path / "data")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
