@@ -14,7 +14,7 @@ import pytest
 from codegen.generator.api import generate
 from support.cli import run_cli
 from support.paths import GENERATED, ROOT, SCHEMAS
-from support.processes import PYTHON
+from support.processes import PYTHON, tool
 
 
 def test_generated_directory_matches_schemas_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,14 +119,8 @@ def test_header_names_the_schema_and_the_command() -> None:
         assert second == f"# Regenerate with: tfr-gen schemas/{path.stem}.yaml --out generated"
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
-    assert found, f"{name} is a test dependency"
-    return found
-
-
 def test_generated_code_is_ruff_clean_and_formatted() -> None:
-    ruff = _tool("ruff")
+    ruff = tool("ruff")
     files = [str(p) for p in sorted(GENERATED.glob("*.py"))]
     check = subprocess.run(
         [

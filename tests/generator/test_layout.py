@@ -5,9 +5,7 @@ accept every generated module (checked here on random schemas) whatever ruff the
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -23,29 +21,24 @@ from codegen.generator.layout import WIDTH, reflow, text_width
 from codegen.generator.load import parse_schema
 from codegen.generator.render import pyrepr, render
 from support.paths import GENERATED
+from support.processes import tool
 
 RUFF_RULES = "E,F,W,I,B,UP,RUF022"
 """The rules generated modules are checked with (E501 at the layout's width included)."""
-
-
-def _ruff() -> str:
-    found = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
-    assert found, "ruff is a test dependency of tfr-gen"
-    return found
 
 
 def _check_with_ruff(directory: Path) -> None:
     """Every module in ``directory`` is formatted as ruff formats it and passes its lint rules, at ruff's defaults
     (``--isolated``: the width of 88 the layout uses) with the runtime package third-party."""
     fmt = subprocess.run(
-        [_ruff(), "format", "--isolated", "--check", "--diff", "."],
+        [tool("ruff"), "format", "--isolated", "--check", "--diff", "."],
         cwd=directory,
         capture_output=True,
         text=True,
     )
     assert fmt.returncode == 0, fmt.stdout[-4000:] + fmt.stderr[-2000:]
     check = subprocess.run(
-        [_ruff(), "check", "--isolated", "--select", RUFF_RULES, "--config",
+        [tool("ruff"), "check", "--isolated", "--select", RUFF_RULES, "--config",
          'lint.isort.known-third-party=["codegen"]', "--output-format", "concise", "."],
         cwd=directory,
         capture_output=True,

@@ -14,6 +14,7 @@ from codegen.generator.api import generate
 from codegen.generator.load import load_schema, parse_schema
 from codegen.generator.schema.loader import MAX_BYTES
 from support.paths import GENERATED, ROOT
+from support.schemas import problems, records_schema
 
 ALLOWED_FEATURE_FIELDS = "key, dtype, shape, default, optional, doc, encoding"
 ALLOWED_TAGS = "only !!str, !!int, !!float, !!bool, !!null, !!binary, !!seq and !!map are allowed"
@@ -22,12 +23,6 @@ NOT_SNAKE = "is not snake_case (a lowercase letter, then lowercase letters, digi
 NOT_CAMEL = (
     "must be CamelCase (a capital letter, then letters and digits), because it becomes a class name"
 )
-
-
-def problems(text: str, path: str = "s.yaml") -> list[str]:
-    with pytest.raises(SchemaError) as info:
-        parse_schema(text, path)
-    return [str(d) for d in info.value.diagnostics]
 
 
 def one_feature(spec: str) -> str:
@@ -234,11 +229,6 @@ def test_feature_problem_is_reported_at_its_value(spec: str, marker: str, messag
     assert problems(one_feature(spec)) == [f"s.yaml:5:{10 + spec.index(marker)}: {message}"]
 
 
-def record(text: str) -> str:
-    """A schema whose records mapping is ``text`` (written at line 2, column 10)."""
-    return f"version: 1\nrecords: {text}\n"
-
-
 RECORD_CASES = [
     ("{}", "{", "'records' must have at least one record"),
     ("[A]", "[", "'records' must be a mapping, got a list"),
@@ -326,7 +316,7 @@ RECORD_CASES = [
 
 @pytest.mark.parametrize(("text", "marker", "message"), RECORD_CASES)
 def test_record_problem_is_reported_at_its_position(text: str, marker: str, message: str) -> None:
-    (problem,) = problems(record(text))
+    (problem,) = problems(records_schema(text))
     prefix = f"s.yaml:2:{10 + text.index(marker)}: {message}"
     assert problem.startswith(prefix)
     if "feature name" in message:
@@ -383,7 +373,7 @@ def test_record_problem_is_reported_at_its_position(text: str, marker: str, mess
             ],
         ),
         (
-            record("{A: {features: {a: {dtype: int64}}, context: {b: {dtype: int64}}}}"),
+            records_schema("{A: {features: {a: {dtype: int64}}, context: {b: {dtype: int64}}}}"),
             [
                 "s.yaml:2:46: record 'A' has both 'features' (a tf.train.Example) and 'context'"
                 " (a tf.train.SequenceExample); give one kind",

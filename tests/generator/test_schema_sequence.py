@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from codegen.dtypes import DTYPES
-from codegen.errors import SchemaError
 from codegen.generator.ir import Location, RecordIR
 from codegen.generator.load import parse_schema
 from codegen.generator.schema.model import SchemaDoc
+from support.schemas import problems, records_schema
 
 NUMERIC_SCALAR = "numeric_scalar"
 STRING_SCALAR = "string_scalar"
@@ -67,12 +67,6 @@ RAW_IN_SEQUENCE = (
     "encoding 'raw' is not supported for sequence features (each step is one Feature of a"
     " FeatureList); use the list encoding"
 )
-
-
-def problems(text: str) -> list[str]:
-    with pytest.raises(SchemaError) as info:
-        parse_schema(text, "s.yaml")
-    return [str(d) for d in info.value.diagnostics]
 
 
 def records(text: str) -> tuple[RecordIR, ...]:
@@ -364,11 +358,6 @@ def test_raw_in_a_sequence_is_reported_with_the_other_problems_of_the_feature() 
     ]
 
 
-def record(text: str) -> str:
-    """A schema whose records mapping is ``text`` (written at line 2, column 10)."""
-    return f"version: 1\nrecords: {text}\n"
-
-
 RECORD_CASES = [
     (
         "{A: {context: {a: {dtype: int64}}}}",
@@ -421,7 +410,7 @@ RECORD_CASES = [
 
 @pytest.mark.parametrize(("text", "marker", "message"), RECORD_CASES)
 def test_record_problem_is_reported_at_its_position(text: str, marker: str, message: str) -> None:
-    assert problems(record(text)) == [f"s.yaml:2:{10 + text.index(marker)}: {message}"]
+    assert problems(records_schema(text)) == [f"s.yaml:2:{10 + text.index(marker)}: {message}"]
 
 
 COLLISIONS = [

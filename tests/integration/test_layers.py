@@ -12,13 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 from support.paths import ROOT
-from support.processes import PYTHON
+from support.processes import PYTHON, tool
 
 PYPROJECT = ROOT / "pyproject.toml"
 CONTRACTS: list[dict[str, object]] = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"][
@@ -34,20 +33,12 @@ ACYCLIC_CONTRACT = next(str(c["name"]) for c in CONTRACTS if c["type"] == "acycl
 """The contract against import cycles between sibling modules and packages."""
 
 
-def _lint_imports() -> str:
-    found = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which(
-        "lint-imports"
-    )
-    assert found, "lint-imports (import-linter) is in the 'test' extra"
-    return found
-
-
 def lint_imports(source_root: Path) -> tuple[int, dict[str, str], str]:
     """Run ``lint-imports`` with the repository's contracts on the ``codegen`` in ``source_root``:
     the exit code, each contract's verdict (``KEPT`` or ``BROKEN``) by name, and the report."""
     env = {**os.environ, "PYTHONPATH": str(source_root), "COLUMNS": "1000"}
     done = subprocess.run(
-        [_lint_imports(), str(PYPROJECT), "--no-cache", "--no-logo"],
+        [tool("lint-imports"), str(PYPROJECT), "--no-cache", "--no-logo"],
         cwd=source_root,
         env=env,
         capture_output=True,

@@ -3,7 +3,6 @@ command that regenerates it; modules generated before the ABI existed get a mess
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 
 from codegen import ABI_VERSION, __version__
 from codegen.runtime import _abi
+from support.modules import load_module
 from support.paths import GENERATED, ROOT
 
 CUSTOMER = (GENERATED / "customer.py").read_text(encoding="utf-8")
@@ -24,16 +24,7 @@ REGENERATE = "tfr-gen schemas/customer.yaml --out generated"
 def _import(directory: Path, name: str, source: str) -> ModuleType:
     path = directory / f"{name}.py"
     path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return load_module(path, name)
 
 
 def test_generated_modules_check_the_abi_at_import() -> None:

@@ -1,10 +1,14 @@
-"""Reference serializations built with protobuf's message classes (no TensorFlow needed)."""
+"""Serialized messages: references built with protobuf's message classes (no TensorFlow needed),
+and bytes that are not an Example."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from codegen.runtime.tf import proto
+
+UNDECODABLE = b"\x0a\x05"
+"""Bytes that are not an Example: its features field declares 5 bytes and none follow."""
 
 
 def pb_lists(steps_of: dict[str, tuple[str, list[list[Any]]]]) -> bytes:

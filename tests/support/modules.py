@@ -25,12 +25,17 @@ def generated_module(name: str) -> ModuleType:
 
 
 def load_module(path: Path, name: str) -> ModuleType:
-    """Import the Python file at ``path`` as module ``name`` (registered in ``sys.modules``)."""
+    """Import the Python file at ``path`` as module ``name`` (registered in ``sys.modules``, unless
+    its import fails)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module
 
 

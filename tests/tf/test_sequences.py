@@ -36,6 +36,7 @@ from codegen.runtime.codec.tensors import RaggedTensor, RawTensor
 from codegen.runtime.tf.parse import parse_specs, tf_parse_sequence_example
 from support.codecs import codec_entries
 from support.tf_values import plain, steps_value, tf_plain
+from support.wire_bytes import int64_list
 
 pytestmark = pytest.mark.tensorflow
 
@@ -204,16 +205,11 @@ def sequence_of(*steps_of: tuple[str, list[tuple[str, bytes]]]) -> bytes:
     return wire.sequence_example([], entries)
 
 
-def ints(*values: int) -> bytes:
-    payload = b"".join(wire.encode_varint(v) for v in values)
-    return b"\x0a" + wire.encode_varint(len(payload)) + payload
-
-
 BAD_RECORDS = [
     (make(INT64, (), "a"), sequence_of(), "required feature list is missing"),
     (
         make(INT64, (2,), "a"),
-        sequence_of(("key a", [("int64_list", ints(1, 2)), ("int64_list", ints(1))])),
+        sequence_of(("key a", [("int64_list", int64_list(1, 2)), ("int64_list", int64_list(1))])),
         "step 1: expected 2",
     ),
     (
@@ -233,7 +229,7 @@ BAD_RECORDS = [
     ),
     (
         make(INT16, (None, 2), "a"),
-        sequence_of(("key a", [("int64_list", ints(1, 2, 3))])),
+        sequence_of(("key a", [("int64_list", int64_list(1, 2, 3))])),
         "step 0: expected a multiple of 2",
     ),
     (

@@ -30,6 +30,7 @@ from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tf.parse import parse_specs, tf_parse_example
 from support.codecs import codec_entries
 from support.tf_values import plain, ragged_value, raw_value, tf_plain
+from support.wire_bytes import int64_list
 
 pytestmark = pytest.mark.tensorflow
 
@@ -196,11 +197,6 @@ def one_example(*items: tuple[str, str, bytes]) -> bytes:
     return wire.example(entry for _, entry in sorted(entries, key=lambda e: e[0].encode()))
 
 
-def ints(*values: int) -> bytes:
-    payload = b"".join(wire.encode_varint(v) for v in values)
-    return b"\x0a" + wire.encode_varint(len(payload)) + payload
-
-
 def blob(data: bytes) -> bytes:
     return b"\x0a" + wire.encode_varint(len(data)) + data
 
@@ -235,27 +231,29 @@ BAD_EXAMPLES = [
     (
         raw(UINT8, (None, 3), "a"),
         one_example(
-            ("key a", "bytes_list", blob(bytes(6))), ("key a/shape", "int64_list", ints(3, 2))
+            ("key a", "bytes_list", blob(bytes(6))), ("key a/shape", "int64_list", int64_list(3, 2))
         ),
         "does not fit the declared shape",
     ),
     (
         raw(UINT64, (None,), "a"),
         one_example(
-            ("key a", "bytes_list", blob(bytes(8))), ("key a/shape", "int64_list", ints(2))
+            ("key a", "bytes_list", blob(bytes(8))), ("key a/shape", "int64_list", int64_list(2))
         ),
         "expected 16 bytes",
     ),
     (
         raw(UINT8, (None,), "a", optional=True),
         one_example(
-            ("key a", "bytes_list", blob(bytes(2))), ("key a/shape", "int64_list", ints(2, 1))
+            ("key a", "bytes_list", blob(bytes(2))), ("key a/shape", "int64_list", int64_list(2, 1))
         ),
         "does not fit the declared shape",
     ),
     (
         raw(UINT8, (None, None), "a"),
-        one_example(("key a", "bytes_list", blob(b"")), ("key a/shape", "int64_list", ints(-1, 0))),
+        one_example(
+            ("key a", "bytes_list", blob(b"")), ("key a/shape", "int64_list", int64_list(-1, 0))
+        ),
         "does not fit the declared shape",
     ),
     (
@@ -266,30 +264,32 @@ BAD_EXAMPLES = [
     (
         ragged(INT64, (None, None), "a"),
         one_example(
-            ("key a", "int64_list", ints(1, 2, 3)),
-            ("key a/row_lengths_1", "int64_list", ints(1, 1)),
+            ("key a", "int64_list", int64_list(1, 2, 3)),
+            ("key a/row_lengths_1", "int64_list", int64_list(1, 1)),
         ),
         "expected 2 int64_list values, found 3",
     ),
     (
         ragged(INT64, (None, None), "a"),
         one_example(
-            ("key a", "int64_list", ints(1)), ("key a/row_lengths_1", "int64_list", ints(2, -1))
+            ("key a", "int64_list", int64_list(1)),
+            ("key a/row_lengths_1", "int64_list", int64_list(2, -1)),
         ),
         "is negative",
     ),
     (
         ragged(STRING, (None, None, None), "a"),
         one_example(
-            ("key a/row_lengths_1", "int64_list", ints(1)),
-            ("key a/row_lengths_2", "int64_list", ints(0, 0)),
+            ("key a/row_lengths_1", "int64_list", int64_list(1)),
+            ("key a/row_lengths_2", "int64_list", int64_list(0, 0)),
         ),
         "holds 2 row lengths",
     ),
     (
         ragged(FLOAT32, (None, None, 2), "a"),
         one_example(
-            ("key a", "float_list", blob(bytes(12))), ("key a/row_lengths_1", "int64_list", ints(1))
+            ("key a", "float_list", blob(bytes(12))),
+            ("key a/row_lengths_1", "int64_list", int64_list(1)),
         ),
         "expected 2 float_list values, found 3",
     ),

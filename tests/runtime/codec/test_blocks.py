@@ -11,15 +11,9 @@ import pytest
 from codegen.runtime import release_pooled_memory
 from codegen.runtime.accel import BlockBuffer, Speedups
 from codegen.runtime.codec import wire
-from support.speedups import import_speedups
 
 POOL_MIN = 256 * 1024
 POOL_SLOTS = 64
-
-
-@pytest.fixture(scope="module")
-def sp() -> Speedups:
-    return import_speedups()
 
 
 def int64_body(values: int) -> bytes:

@@ -38,6 +38,7 @@ from codegen.runtime.codec.sequences import (
 )
 from codegen.runtime.tf import proto
 from support.messages import pb_lists
+from support.wire_bytes import int64_list
 
 Shape = tuple[int | None, ...]
 Lists = dict[bytes, list[tuple[int, bytes]]]
@@ -66,11 +67,6 @@ def lists_of(*items: tuple[str, list[tuple[str, bytes]]]) -> Lists:
         ]
         entries.append(wire.feature_list_entry(wire.key_field(key), features))
     return wire.parse_sequence_example(wire.sequence_example([], entries))[1]
-
-
-def packed(*values: int) -> bytes:
-    payload = b"".join(wire.encode_varint(v) for v in values)
-    return b"\x0a" + wire.encode_varint(len(payload)) + payload
 
 
 def floats(*values: float) -> bytes:
@@ -377,7 +373,7 @@ DECODE_ERRORS = [
     ),
     (
         make(INT64, ()),
-        lists_of(("k", [("int64_list", packed(1)), ("float_list", floats(1))])),
+        lists_of(("k", [("int64_list", int64_list(1)), ("float_list", floats(1))])),
         "R.x (key 'k') step 1: expected int64_list, found float_list",
     ),
     (
@@ -392,18 +388,18 @@ DECODE_ERRORS = [
     ),
     (
         make(INT16, (None, 2)),
-        lists_of(("k", [("int64_list", packed(1, 2)), ("int64_list", packed(3))])),
+        lists_of(("k", [("int64_list", int64_list(1, 2)), ("int64_list", int64_list(3))])),
         "R.x (key 'k') step 1: expected a multiple of 2 int64_list values for step shape (None, "
         "2), found 1",
     ),
     (
         make(UINT8, (None,)),
-        lists_of(("k", [("int64_list", packed(1, 256))])),
+        lists_of(("k", [("int64_list", int64_list(1, 256))])),
         "R.x (key 'k') step 0: value 256 out of range for uint8 [0, 255]",
     ),
     (
         make(BOOL, ()),
-        lists_of(("k", [("int64_list", packed(2))])),
+        lists_of(("k", [("int64_list", int64_list(2))])),
         "R.x (key 'k') step 0: value 2 out of range for bool [0, 1]",
     ),
     (
@@ -429,7 +425,7 @@ DECODE_ERRORS = [
     ),
     (
         make(INT64, (None,)),
-        lists_of(("k", [("int64_list", packed(1)), ("int64_list", b"\x0a\x01\x80")])),
+        lists_of(("k", [("int64_list", int64_list(1)), ("int64_list", b"\x0a\x01\x80")])),
         "R.x (key 'k') step 1: Int64List: truncated varint at byte offset 2 (the message ends at "
         "byte offset 3)",
     ),

@@ -32,16 +32,9 @@ from codegen.runtime.codec import batch, varint, wire
 from codegen.runtime.tf import proto
 from support.paths import ROOT
 from support.processes import PYTHON
-from support.speedups import import_speedups
+from support.wire_bytes import INT64_MIN, INT_RANGES, Spec, mutated, split, tag
 
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@pytest.fixture(scope="module")
-def sp() -> accel.Speedups:
-    """The ``codegen._speedups`` module."""
-    return import_speedups()
 
 
 # --- comparing outcomes ----------------------------------------------------------------------
@@ -120,10 +113,6 @@ def assert_bodies_same(sp: accel.Speedups, data: bytes) -> None:
 # --- building encodings ----------------------------------------------------------------------
 
 
-def tag(field: int, wire_type: int) -> bytes:
-    return wire.encode_varint(field << 3 | wire_type)
-
-
 def padded(number: int, extra: int) -> bytes:
     """The varint of ``number`` with ``extra`` redundant continuation bytes (at most 10 in all)."""
     encoded = wire.encode_varint(number)
@@ -140,10 +129,7 @@ def ld(field: int, body: bytes, extra: int = 0) -> bytes:
 
 # --- strategies ----------------------------------------------------------------------------
 
-Spec = tuple[int, list[Any]]
-"""A feature: (kind 0-3, values); kind 0 is a Feature with no kind."""
 
-INT_RANGES = [(0, 127), (0, 255), (0, 1 << 21), (-300, 300), (INT64_MIN, INT64_MAX)]
 int_values = st.sampled_from(INT_RANGES).flatmap(
     lambda bounds: st.lists(st.integers(*bounds), max_size=24)
 )
@@ -186,17 +172,6 @@ def unknown_field(first_field: int) -> st.SearchStrategy[bytes]:
             )
         ),
     )
-
-
-def split(draw: st.DrawFn, fields: list[bytes]) -> list[bytes]:
-    """``fields`` cut at random field boundaries into one or more concatenated pieces."""
-    pieces: list[bytes] = []
-    start = 0
-    while start < len(fields):
-        size = draw(st.integers(1, len(fields) - start))
-        pieces.append(b"".join(fields[start : start + size]))
-        start += size
-    return pieces or [b""]
 
 
 def list_fields(draw: st.DrawFn, kind: int, values: list[Any]) -> list[bytes]:
@@ -344,24 +319,6 @@ def protobuf_sequence_examples(draw: st.DrawFn) -> bytes:
         for step in steps:
             feature_list.feature.add().CopyFrom(pb_features({"": step}).feature[""])
     return bytes(message.SerializeToString())
-
-
-@st.composite
-def mutated(draw: st.DrawFn, valid: st.SearchStrategy[bytes]) -> bytes:
-    data = bytearray(draw(valid))
-    for _ in range(draw(st.integers(1, 3))):
-        position = draw(st.integers(0, len(data)))
-        action = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
-        if action == "insert":
-            data[position:position] = draw(st.binary(min_size=1, max_size=3))
-        elif position < len(data):
-            if action == "flip":
-                data[position] ^= draw(st.integers(1, 255))
-            elif action == "delete":
-                del data[position]
-            else:
-                del data[position:]
-    return bytes(data)
 
 
 # --- the build -------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from codegen.runtime.codec import wire
 from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tf import proto
+from support.wire_bytes import int64_list
 
 Shape = tuple[int | None, ...]
 Features = dict[bytes, tuple[int, bytes]]
@@ -93,11 +94,6 @@ def features_of(*items: tuple[str, str, bytes]) -> Features:
             )
         )
     return wire.parse_example(wire.example(entries))
-
-
-def packed(*values: int) -> bytes:
-    payload = b"".join(wire.encode_varint(v) for v in values)
-    return b"\x0a" + wire.encode_varint(len(payload)) + payload
 
 
 def one_bytes(data: bytes) -> bytes:
@@ -424,7 +420,9 @@ RAW_DECODE_ERRORS = [
     ),
     (
         raw(FLOAT64, (None,)),
-        features_of(("k", "bytes_list", one_bytes(bytes(7))), ("k/shape", "int64_list", packed(1))),
+        features_of(
+            ("k", "bytes_list", one_bytes(bytes(7))), ("k/shape", "int64_list", int64_list(1))
+        ),
         "R.x (key 'k'): expected 8 bytes (1 value of float64) for shape (1,), found 7, not a "
         "multiple of 8",
     ),
@@ -440,26 +438,30 @@ RAW_DECODE_ERRORS = [
     ),
     (
         raw(UINT8, (None, 3)),
-        features_of(("k", "bytes_list", one_bytes(bytes(6))), ("k/shape", "int64_list", packed(2))),
+        features_of(
+            ("k", "bytes_list", one_bytes(bytes(6))), ("k/shape", "int64_list", int64_list(2))
+        ),
         "R.x (key 'k'): the shape [2] in 'k/shape' does not fit the declared shape (None, 3)",
     ),
     (
         raw(UINT8, (None, 3)),
         features_of(
-            ("k", "bytes_list", one_bytes(bytes(6))), ("k/shape", "int64_list", packed(3, 2))
+            ("k", "bytes_list", one_bytes(bytes(6))), ("k/shape", "int64_list", int64_list(3, 2))
         ),
         "R.x (key 'k'): the shape [3, 2] in 'k/shape' does not fit the declared shape (None, 3)",
     ),
     (
         raw(UINT8, (None, 3)),
-        features_of(("k", "bytes_list", one_bytes(b"")), ("k/shape", "int64_list", packed(-2, 3))),
+        features_of(
+            ("k", "bytes_list", one_bytes(b"")), ("k/shape", "int64_list", int64_list(-2, 3))
+        ),
         "R.x (key 'k'): the shape [-2, 3] in 'k/shape' does not fit the declared shape (None, 3)",
     ),
     (
         raw(UINT8, (None, None)),
         features_of(
             ("k", "bytes_list", one_bytes(bytes(2))),
-            ("k/shape", "int64_list", packed(2**40, 2**40)),
+            ("k/shape", "int64_list", int64_list(2**40, 2**40)),
         ),
         "R.x (key 'k'): expected 1208925819614629174706176 bytes (1208925819614629174706176 "
         "values of uint8) "
@@ -467,7 +469,7 @@ RAW_DECODE_ERRORS = [
     ),
     (
         raw(UINT8, (None,), optional=True),
-        features_of(("k/shape", "int64_list", packed(0))),
+        features_of(("k/shape", "int64_list", int64_list(0))),
         "R.x (key 'k'): found the companion 'k/shape' without the feature",
     ),
     (
@@ -505,7 +507,7 @@ def test_raw_decode_reads_any_encoding_of_the_bytes_list() -> None:
     data = np.arange(40, dtype="<f8").tobytes()  # 320 bytes: a two-byte length
     expected = np.arange(40, dtype=np.float64).reshape(8, 5)
     codec = raw(FLOAT64, (None, 5))
-    shape = ("k/shape", "int64_list", packed(8, 5))
+    shape = ("k/shape", "int64_list", int64_list(8, 5))
     assert_arrays(codec.decode(features_of(("k", "bytes_list", one_bytes(data)), shape)), expected)
     unknown_first = b"\x12\x00" + one_bytes(data)  # an unknown field before the value
     assert_arrays(codec.decode(features_of(("k", "bytes_list", unknown_first), shape)), expected)
@@ -538,7 +540,10 @@ def test_absent_or_empty_optional_raw_features_decode_to_none() -> None:
     for value in ((), (("k", "bytes_list", b""),)):
         assert codec.decode_optional(features_of(*value, ("k/shape", "int64_list", b""))) is None
         assert codec.decode_optional({**features_of(*value), b"k/shape": (0, b"")}) is None
-        for companion in (("k/shape", "int64_list", packed(0, 2)), ("k/shape", "float_list", b"")):
+        for companion in (
+            ("k/shape", "int64_list", int64_list(0, 2)),
+            ("k/shape", "float_list", b""),
+        ):
             with pytest.raises(RecordError, match=r"found the companion 'k/shape' without"):
                 codec.decode_optional(features_of(*value, companion))
 
@@ -690,7 +695,7 @@ def test_absent_ragged_features_decode_to_empty_or_none() -> None:
         assert ragged(dtype, (None, None), optional=True).decode_optional({}) is None
         assert ragged(dtype, (None, None), optional=True).entry(None) == b""
         assert ragged(dtype, (None, None), optional=True).part(None, 1) == b""
-    rows_only = features_of(("k/row_lengths_1", "int64_list", packed(0, 0)))
+    rows_only = features_of(("k/row_lengths_1", "int64_list", int64_list(0, 0)))
     assert ragged(BYTES, (None, None), optional=True).decode_optional(rows_only) == [[], []]
 
 
@@ -698,8 +703,8 @@ RAGGED_DECODE_ERRORS = [
     (
         ragged(FLOAT32, (None, None, None)),
         features_of(
-            ("k/row_lengths_1", "int64_list", packed(2)),
-            ("k/row_lengths_2", "int64_list", packed(1)),
+            ("k/row_lengths_1", "int64_list", int64_list(2)),
+            ("k/row_lengths_2", "int64_list", int64_list(1)),
         ),
         "R.x (key 'k'): 'k/row_lengths_2' holds 1 row length, but the row lengths in "
         "'k/row_lengths_1' add up to 2",
@@ -707,7 +712,8 @@ RAGGED_DECODE_ERRORS = [
     (
         ragged(INT64, (None, None)),
         features_of(
-            ("k", "int64_list", packed(1, 2, 3)), ("k/row_lengths_1", "int64_list", packed(1, 1))
+            ("k", "int64_list", int64_list(1, 2, 3)),
+            ("k/row_lengths_1", "int64_list", int64_list(1, 1)),
         ),
         "R.x (key 'k'): expected 2 int64_list values, found 3 (the row lengths in "
         "'k/row_lengths_1' add up to 2)",
@@ -715,21 +721,21 @@ RAGGED_DECODE_ERRORS = [
     (
         ragged(STRING, (None, None, 2)),
         features_of(
-            ("k", "bytes_list", b"\x0a\x00" * 3), ("k/row_lengths_1", "int64_list", packed(2))
+            ("k", "bytes_list", b"\x0a\x00" * 3), ("k/row_lengths_1", "int64_list", int64_list(2))
         ),
         "R.x (key 'k'): expected 4 bytes_list values, found 3 "
         "(the row lengths in 'k/row_lengths_1' add up to 2 rows of 2 values)",
     ),
     (
         ragged(INT64, (None, None)),
-        features_of(("k", "int64_list", packed(1, 2))),
+        features_of(("k", "int64_list", int64_list(1, 2))),
         "R.x (key 'k'): expected 0 int64_list values, found 2 (the row lengths in "
         "'k/row_lengths_1' add up to 0)",
     ),
     (
         ragged(INT64, (None, None)),
         features_of(
-            ("k", "int64_list", packed(1)), ("k/row_lengths_1", "int64_list", packed(2, -1))
+            ("k", "int64_list", int64_list(1)), ("k/row_lengths_1", "int64_list", int64_list(2, -1))
         ),
         "R.x (key 'k'): row length -1 in 'k/row_lengths_1' is negative",
     ),
@@ -745,20 +751,22 @@ RAGGED_DECODE_ERRORS = [
     ),
     (
         ragged(UINT8, (None, None)),
-        features_of(("k", "int64_list", packed(256)), ("k/row_lengths_1", "int64_list", packed(1))),
+        features_of(
+            ("k", "int64_list", int64_list(256)), ("k/row_lengths_1", "int64_list", int64_list(1))
+        ),
         "R.x (key 'k'): value 256 out of range for uint8 [0, 255]",
     ),
     (
         ragged(STRING, (None, None)),
         features_of(
-            ("k", "bytes_list", b"\x0a\x01\xff"), ("k/row_lengths_1", "int64_list", packed(1))
+            ("k", "bytes_list", b"\x0a\x01\xff"), ("k/row_lengths_1", "int64_list", int64_list(1))
         ),
         "R.x (key 'k'): expected valid UTF-8 in value 0, found bytes b'\\xff'",
     ),
     (
         ragged(FLOAT32, (None, None)),
         features_of(
-            ("k", "float_list", b"\x0a\x03abc"), ("k/row_lengths_1", "int64_list", packed(1))
+            ("k", "float_list", b"\x0a\x03abc"), ("k/row_lengths_1", "int64_list", int64_list(1))
         ),
         "R.x (key 'k'): FloatList: the packed floats at byte offset 2 take 3 bytes, not a "
         "multiple of 4",

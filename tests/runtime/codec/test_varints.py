@@ -20,7 +20,6 @@ from codegen.errors import RecordError
 from codegen.runtime import INT8, INT64, UINT8, UINT32, NumericTensor
 from codegen.runtime.accel import Speedups
 from codegen.runtime.codec import plan, varint, wire
-from support.speedups import import_speedups
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -31,11 +30,6 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @runtime_checkable
 class VarintModule(Protocol):
     def decode_varints(self, payload: Buffer, portable: bool = False, /) -> bytearray: ...
-
-
-@pytest.fixture(scope="module")
-def sp() -> Speedups:
-    return import_speedups()
 
 
 @pytest.fixture(scope="module")

@@ -25,18 +25,15 @@ from hypothesis import strategies as st
 from codegen.errors import RecordError
 from codegen.runtime.codec import wire
 from codegen.runtime.tf import proto
+from support.wire_bytes import INT_RANGES, Spec, mutated, split, tag
 
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-Spec = tuple[int, list[Any]]
-"""A feature: (kind 0-3, values); kind 0 is a Feature with no kind."""
 Normal = tuple[int, list[object]]
 """A decoded feature in a comparable form (floats as bit patterns, every NaN alike)."""
 
 # --- strategies -------------------------------------------------------------------------------
 
-INT_RANGES = [(0, 127), (0, 255), (0, 1 << 21), (-300, 300), (INT64_MIN, INT64_MAX)]
 int_lists = st.sampled_from(INT_RANGES).flatmap(
     lambda bounds: st.lists(st.integers(*bounds), max_size=50)
 )
@@ -56,10 +53,6 @@ specs: st.SearchStrategy[Spec] = st.one_of(
 keys = st.text(max_size=5)
 feature_maps = st.dictionaries(keys, specs, max_size=6)
 step_lists = st.dictionaries(keys, st.lists(specs, max_size=4), max_size=4)
-
-
-def tag(field: int, wire_type: int) -> bytes:
-    return wire.encode_varint(field << 3 | wire_type)
 
 
 def ld(field: int, body: bytes) -> bytes:
@@ -219,17 +212,6 @@ def test_sequence_example_encoding_matches_protobuf(
 
 
 # --- hand-made valid encodings ------------------------------------------------------------------
-
-
-def split(draw: st.DrawFn, fields: list[bytes]) -> list[bytes]:
-    """``fields`` cut at random field boundaries into one or more concatenated pieces."""
-    pieces: list[bytes] = []
-    start = 0
-    while start < len(fields):
-        size = draw(st.integers(1, len(fields) - start))
-        pieces.append(b"".join(fields[start : start + size]))
-        start += size
-    return pieces or [b""]
 
 
 def padded_varint(draw: st.DrawFn, number: int) -> bytes:
@@ -446,24 +428,6 @@ def test_random_bytes_parse_like_protobuf(data: bytes) -> None:
     check_example(data)
     check_sequence_example(data)
     check_lists(data)
-
-
-@st.composite
-def mutated(draw: st.DrawFn, valid: st.SearchStrategy[bytes]) -> bytes:
-    data = bytearray(draw(valid))
-    for _ in range(draw(st.integers(1, 3))):
-        position = draw(st.integers(0, len(data)))
-        action = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
-        if action == "insert":
-            data[position:position] = draw(st.binary(min_size=1, max_size=3))
-        elif position < len(data):
-            if action == "flip":
-                data[position] ^= draw(st.integers(1, 255))
-            elif action == "delete":
-                del data[position]
-            else:
-                del data[position:]
-    return bytes(data)
 
 
 valid_examples = hand_made_examples().map(lambda case: case[0])

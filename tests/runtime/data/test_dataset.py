@@ -23,6 +23,7 @@ from codegen.runtime.codec.columns import Ragged
 from codegen.runtime.data.dataset import Dataset, Shard, record_dataset
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
 from support.framing import frame_offsets
+from support.messages import UNDECODABLE
 from support.modules import generate_module
 from support.shards import ITEM_SCHEMA, SIZES, item, write_shards
 
@@ -261,9 +262,6 @@ def test_bad_file_names_are_refused(module: ModuleType, shards: list[Path]) -> N
 
 
 # --- on_error="skip" ------------------------------------------------------------------------------
-
-UNDECODABLE = b"\x0a\x05"
-"""A record with valid CRCs whose bytes are not an Example."""
 
 
 def _edit_stream(path: Path, edit: Any) -> None:

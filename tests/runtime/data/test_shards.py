@@ -27,6 +27,7 @@ from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
 from support.framing import frame_offsets
+from support.messages import UNDECODABLE
 from support.modules import generate_module
 
 V1 = textwrap.dedent(
@@ -316,9 +317,6 @@ def test_default_prefix_is_the_record_name_in_snake_case() -> None:
 
 
 # --- on_error="skip" ------------------------------------------------------------------------------
-
-UNDECODABLE = b"\x0a\x05"
-"""A record with valid CRCs whose bytes are not an Example (a length that runs past the end)."""
 
 
 def _damage(path: str, compression: Compression, edit: Callable[[bytes], bytes]) -> None:
