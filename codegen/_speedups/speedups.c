@@ -140,10 +140,12 @@ read_varint(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, 
                 what, start, end);
 }
 
-/* Read the tag at ``pos`` (pos < end): field number, wire type and next position. */
+/* Read the tag at ``pos`` (pos < end): field number, wire type and next position. Field number 0
+ * is refused but ``in_group`` (protobuf checks no field number inside an unknown group, only that
+ * each end-group tag closes the group it matches). */
 static int
-read_tag(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, uint32_t *number,
-         int *wire_type, Py_ssize_t *next)
+read_tag(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, int in_group,
+         uint32_t *number, int *wire_type, Py_ssize_t *next)
 {
     uint64_t tag;
     Py_ssize_t after;
@@ -159,7 +161,7 @@ read_tag(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, uin
             return fail("%s: the tag at byte offset %zd is longer than 32 bits", what, pos);
         }
     }
-    if (tag < 8) {
+    if (tag < 8 && !in_group) {
         return fail("%s: field number 0 in the tag at byte offset %zd", what, pos);
     }
     *number = (uint32_t)(tag >> 3);
@@ -244,7 +246,7 @@ field_at(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what)
     uint32_t number = 0;
     int wire_type;
     Py_ssize_t after;
-    (void)read_tag(d, pos, end, what, &number, &wire_type, &after);
+    (void)read_tag(d, pos, end, what, 1, &number, &wire_type, &after);
     return number;
 }
 
@@ -273,7 +275,7 @@ skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t tag_pos,
         Py_ssize_t at = pos;
         uint32_t field;
         int wire_type;
-        if (read_tag(d, pos, end, what, &field, &wire_type, &pos) < 0) {
+        if (read_tag(d, pos, end, what, 1, &field, &wire_type, &pos) < 0) {
             goto done;
         }
         if (wire_type == WT_START_GROUP) {
@@ -327,7 +329,7 @@ next_field(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, F
         f->wire_type = byte & 7;
         pos++;
     }
-    else if (read_tag(d, pos, end, what, &f->number, &f->wire_type, &pos) < 0) {
+    else if (read_tag(d, pos, end, what, 0, &f->number, &f->wire_type, &pos) < 0) {
         return -1;
     }
     if (f->wire_type == WT_LEN) {

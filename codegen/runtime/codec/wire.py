@@ -4,7 +4,8 @@ Decoding follows protobuf's parser: fields in any order, packed or unpacked list
 chunks), repeated occurrences of a message field merged (their bytes concatenated), the last of the
 ``Feature.kind`` oneof members winning, the last map entry of a key winning, an entry without key
 meaning the empty key and one without value a ``Feature`` with no kind, unknown fields of every wire
-type (groups included, properly nested) skipped. One deviation follows TensorFlow's parser of
+type (groups included, properly nested; inside a group, as in protobuf, a field number may be 0)
+skipped. One deviation follows TensorFlow's parser of
 ``Example``: a later entry of a key whose ``Feature`` has no kind leaves an earlier entry that has a
 list in place (protobuf's map would replace it; ``SequenceExample`` context and feature lists keep
 protobuf's rule, as TensorFlow does). The list of a replaced or kept earlier entry is checked.
@@ -85,8 +86,12 @@ FeatureValue = tuple[int, bytes]
 # --- reading fields -------------------------------------------------------------------------------
 
 
-def _read_tag(data: bytes, pos: int, end: int, what: str) -> tuple[int, int, int]:
-    """Read the tag at ``pos``: (field number, wire type, next position); at most 32 bits."""
+def _read_tag(
+    data: bytes, pos: int, end: int, what: str, in_group: bool = False
+) -> tuple[int, int, int]:
+    """Read the tag at ``pos``: (field number, wire type, next position); at most 32 bits. Field
+    number 0 is refused but ``in_group`` (protobuf checks no field number inside an unknown group,
+    only that each end-group tag closes the group it matches)."""
     byte = data[pos]
     if byte < 0x80:
         tag, after = byte, pos + 1
@@ -94,7 +99,7 @@ def _read_tag(data: bytes, pos: int, end: int, what: str) -> tuple[int, int, int
         tag, after = read_varint(data, pos, end, what)
         if after - pos > 5 or tag > 0xFFFFFFFF:
             raise RecordError(f"{what}: the tag at byte offset {pos} is longer than 32 bits")
-    if tag < 8:
+    if tag < 8 and not in_group:
         raise RecordError(f"{what}: field number 0 in the tag at byte offset {pos}")
     return tag >> 3, tag & 7, after
 
@@ -140,16 +145,16 @@ def _skip_group(data: bytes, pos: int, end: int, field: int, tag_pos: int, what:
         if pos >= end:
             opened = open_groups[-1]
             raise RecordError(
-                f"{what}: the group of field {_read_tag(data, opened, end, what)[0]} opened at "
+                f"{what}: the group of field {_read_tag(data, opened, end, what, True)[0]} opened at "
                 f"byte offset {opened} is not closed before byte offset {end}"
             )
         at = pos
-        number, wire_type, pos = _read_tag(data, pos, end, what)
+        number, wire_type, pos = _read_tag(data, pos, end, what, True)
         if wire_type == _START_GROUP:
             open_groups.append(at)
         elif wire_type == _END_GROUP:
             opened = open_groups.pop()
-            expected = _read_tag(data, opened, end, what)[0]
+            expected = _read_tag(data, opened, end, what, True)[0]
             if number != expected:
                 raise RecordError(
                     f"{what}: end-group tag of field {number} at byte offset {at} does not match "

@@ -407,6 +407,33 @@ def test_deeply_nested_unknown_groups_are_skipped(depth: int) -> None:
             parse(unclosed)
 
 
+GROUPS_WITH_FIELD_0 = {
+    "fixed32": b"\x0b\x05\x00\x00\x00\x00\x0c",
+    "varint tag byte 0": b"\x0b\x00\x01\x0c",
+    "length-delimited": b"\x0b\x02\x01\x00\x0c",
+    "a group of field 0": b"\x0b\x03\x04\x0c",
+    "in a nested group": b"\x0b\x13\x05\x00\x00\x00\x00\x14\x0c",
+}
+"""Unknown groups (field 1 or 2) holding a field of number 0: protobuf checks no field number inside
+a group, only that each end-group tag closes the group it matches."""
+
+
+@pytest.mark.parametrize("group", GROUPS_WITH_FIELD_0.values(), ids=list(GROUPS_WITH_FIELD_0))
+def test_a_field_number_0_inside_an_unknown_group_is_skipped_as_protobuf_does(group: bytes) -> None:
+    assert proto.Int64List.FromString(group + int64_body(4)).value == [4]
+    for decode in (wire.decode_int64_list, wire.PURE_PYTHON.decode_int64_list):
+        assert decode(group + int64_body(4)).tolist() == [4]
+    data = example_of(entry(b"k", LISTED)) + group
+    assert proto.Example.FromString(data).features.feature["k"].int64_list.value == [5]
+    for parse in (wire.parse_example, wire.PURE_PYTHON.parse_example):
+        assert parse(data) == {b"k": (3, int64_body(5))}
+    for decode in (wire.decode_int64_list, wire.PURE_PYTHON.decode_int64_list):
+        with pytest.raises(RecordError, match="field number 0 in the tag at byte offset 0$"):
+            decode(b"\x05" + bytes(4))  # outside a group it is malformed, as for protobuf
+        with pytest.raises(RecordError, match="end-group tag of field 0 at byte offset 1 does not"):
+            decode(b"\x0b\x04\x0c")
+
+
 def test_unknown_fields_inside_a_map_entry_are_skipped() -> None:
     """Protobuf's wire rules keep the entry (upb's Python parser instead drops such an entry)."""
     data = example_of(entry(b"k", b"\x18\x01", value(ld(0x1A, int64_body(4))), b"\x25" + bytes(4)))
