@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from codegen.runtime import DTYPES, FeatureInfo, FeatureSpec, Kind
+from codegen.dtypes import DTYPES, Kind
+from codegen.runtime import FeatureInfo, FeatureSpec
 from codegen.runtime.tf import proto
 
 Message = Any

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.runtime import DTYPES
+from codegen.dtypes import DTYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "corpus"

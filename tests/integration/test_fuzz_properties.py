@@ -37,10 +37,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codegen.dtypes import DTYPES, DType, Kind
 from codegen.errors import DataError, RecordError, SchemaError, TfrGenError
 from codegen.generator.load import parse_canonical, parse_schema
 from codegen.generator.render import render_source
-from codegen.runtime import DTYPES, DType, FeatureInfo, Kind
+from codegen.runtime import FeatureInfo
 from codegen.runtime.codec import wire
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord

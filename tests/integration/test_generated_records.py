@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import yaml
 
+from codegen.dtypes import DTYPES
 from codegen.errors import DataError, RecordError
-from codegen.runtime import DTYPES, FeatureInfo, SkippedRecord, SkippedSpan, write_tfrecord
+from codegen.runtime import FeatureInfo, SkippedRecord, SkippedSpan, write_tfrecord
 from codegen.runtime.tf import proto
 from support.matrix import (
     SAMPLES,

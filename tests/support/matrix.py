@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from codegen.dtypes import DTYPES, DType, Kind
 from codegen.generator.schema.model import RAW_DTYPES
-from codegen.runtime import DTYPES, DType, FeatureInfo, Kind
+from codegen.runtime import FeatureInfo
 from support.modules import generate_module, generated_module
 from support.paths import SCHEMAS
 

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from codegen.dtypes import DTYPES
 from codegen.errors import RecordError
-from codegen.runtime import DTYPES, FeatureInfo
+from codegen.runtime import FeatureInfo
 from support.matrix import (
     KIND_CASES,
     KindCase,

@@ -23,7 +23,6 @@ from codegen.dtypes import (
     Kind,
 )
 from codegen.errors import RecordError
-from codegen.runtime import tf_feature_spec
 from codegen.runtime.codec import wire
 from codegen.runtime.codec.features import Codec, IntScalar, TextTensor
 from codegen.runtime.codec.sequences import (
@@ -33,7 +32,7 @@ from codegen.runtime.codec.sequences import (
     SequenceTensor,
 )
 from codegen.runtime.codec.tensors import RaggedTensor, RawTensor
-from codegen.runtime.tf.parse import parse_specs, tf_parse_sequence_example
+from codegen.runtime.tf.parse import parse_specs, tf_feature_spec, tf_parse_sequence_example
 from support.codecs import codec_entries
 from support.tf_values import plain, steps_value, tf_plain
 from support.wire_bytes import int64_list

@@ -23,11 +23,10 @@ from codegen.dtypes import (
     Kind,
 )
 from codegen.errors import RecordError
-from codegen.runtime import tf_feature_spec
 from codegen.runtime.codec import wire
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
-from codegen.runtime.tf.parse import parse_specs, tf_parse_example
+from codegen.runtime.tf.parse import parse_specs, tf_feature_spec, tf_parse_example
 from support.codecs import codec_entries
 from support.tf_values import plain, ragged_value, raw_value, tf_plain
 from support.wire_bytes import int64_list

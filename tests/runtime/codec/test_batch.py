@@ -19,17 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import codegen.runtime as runtime
+from codegen.dtypes import BOOL, DTYPES, INT64, DType, Kind
 from codegen.errors import RecordError, TfrGenError
-from codegen.runtime import (
-    DTYPES,
-    DType,
-    FeatureInfo,
-    Kind,
-)
+from codegen.runtime import FeatureInfo
 from codegen.runtime.accel import speedups
 from codegen.runtime.codec import batch, features, sequences, wire
 from codegen.runtime.codec.columns import Masked, Ragged
+from codegen.runtime.codec.features import IntScalar
+from codegen.runtime.codec.tensors import RawTensor
 from codegen.runtime.codec.varint import encode_varint
 from support.matrix import matrix_yaml
 from support.modules import generate_module
@@ -488,7 +485,7 @@ def test_columns_of_different_lengths_are_refused(modules: dict[str, ModuleType]
 
 @pytest.mark.parametrize("name", SCANNERS)
 def test_raw_bools_must_be_zero_or_one(name: str) -> None:
-    flags = runtime.RawTensor[np.bool_]("R", "flags", "flags", runtime.BOOL, (2,))
+    flags = RawTensor[np.bool_]("R", "flags", "flags", BOOL, (2,))
     codec = batch.BatchCodec("R", [flags])
     good = wire.example([flags.entry(np.array([True, False]))])
     bad = good[:-1] + b"\x02"
@@ -541,17 +538,17 @@ class OtherSteps(sequences.SequenceCodec[list[int]]):
         return []
 
 
-class Odd(runtime.IntScalar):
+class Odd(IntScalar):
     """A subclass of a codec kind the batch decoder knows."""
 
 
 def test_a_codec_without_a_column_is_refused() -> None:
-    odd = Odd("R", "odd", "odd", runtime.INT64, ())
+    odd = Odd("R", "odd", "odd", INT64, ())
     assert batch.BatchCodec("R", [odd]).decode([wire.example([odd.entry(3)])])[0].tolist() == [3]
     with pytest.raises(TfrGenError, match="R.other: no batch column for Other"):
-        batch.BatchCodec("R", [Other("R", "other", "other", runtime.INT64, ())])
+        batch.BatchCodec("R", [Other("R", "other", "other", INT64, ())])
     with pytest.raises(TfrGenError, match="R.steps: no batch column for OtherSteps"):
-        batch.BatchCodec("R", [], [OtherSteps("R", "steps", "steps", runtime.INT64, ())])
+        batch.BatchCodec("R", [], [OtherSteps("R", "steps", "steps", INT64, ())])
 
 
 def _ints(*values: int) -> tuple[int, bytes]:

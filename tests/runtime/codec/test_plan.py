@@ -19,9 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codegen.dtypes import DType, Kind
-from codegen.errors import RecordError
-from codegen.runtime import (
+from codegen.dtypes import (
     BOOL,
     BYTES,
     FLOAT16,
@@ -36,6 +34,12 @@ from codegen.runtime import (
     UINT16,
     UINT32,
     UINT64,
+    DType,
+    Kind,
+)
+from codegen.errors import RecordError
+from codegen.runtime.codec import plan, wire
+from codegen.runtime.codec.features import (
     BoolScalar,
     BytesScalar,
     BytesTensor,
@@ -43,13 +47,11 @@ from codegen.runtime import (
     FloatScalar,
     IntScalar,
     NumericTensor,
-    RaggedTensor,
-    RawTensor,
-    SequenceTensor,
     TextScalar,
     TextTensor,
 )
-from codegen.runtime.codec import plan, wire
+from codegen.runtime.codec.sequences import SequenceTensor
+from codegen.runtime.codec.tensors import RaggedTensor, RawTensor
 from support.codecs import codec_entries
 from support.speedups import import_speedups
 

@@ -32,8 +32,8 @@ from codegen.dtypes import (
     Kind,
 )
 from codegen.errors import RecordError, TfrGenError
-from codegen.runtime import values_equal
 from codegen.runtime.codec import wire
+from codegen.runtime.codec.equality import values_equal
 from codegen.runtime.codec.info import FeatureInfo, FeatureSpec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.tf import proto

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codegen.dtypes import DType
+from codegen.dtypes import INT8, INT64, UINT8, UINT32, DType
 from codegen.errors import RecordError
-from codegen.runtime import INT8, INT64, UINT8, UINT32, NumericTensor
 from codegen.runtime.accel import Speedups
 from codegen.runtime.codec import plan, varint, wire
+from codegen.runtime.codec.features import NumericTensor
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
