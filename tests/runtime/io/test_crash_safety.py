@@ -4,11 +4,13 @@ only complete files under their final names.
 A child process writes in a loop, replacing the same files again and again: a record class's
 ``write_tfrecord``, the runtime ``TFRecordWriter`` with gzip (flushing as it goes) and the record
 class's ``write_dataset`` (shards plus a manifest, overwriting the previous dataset). It reports
-each write as it starts and once it is closed. The parent kills it at a random moment (seeded)
-during a write of each kind in turn, then checks that every file under a final name reads without
-error and holds all the records of one write that had finished (or was killed after its rename),
-that shards hold contiguous records of one write, and that a manifest, when there is one, matches
-its shards. Temporary files are hidden (their names start with a dot) and may be left behind.
+each write as it starts and once it is closed. A first child writes every target to the end, so
+the kills replace existing files whatever the machine's load. Then the parent kills children at a
+random moment (seeded) during a write of each kind in turn, and after each kill checks that every
+file under a final name reads without error and holds all the records of one write that had
+finished (or was killed after its rename), that shards hold contiguous records of one write, and
+that a manifest, when there is one, matches its shards. Temporary files are hidden (their names
+start with a dot) and may be left behind.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ sys.path.insert(0, sys.argv[1])
 from basics import Basics
 from codegen.runtime.io.writer import TFRecordWriter
 
-out, first = sys.argv[2], int(sys.argv[3])
+out, first, last = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
 
 def records(i):
@@ -55,7 +57,7 @@ def records(i):
 
 
 i = first
-while True:
+while last < 0 or i <= last:
     k = i // 3 % 2
     target = ("plain-%d.tfrecord" % k, "stream-%d.tfrecord.gz" % k, "dataset")[i % 3]
     batch = records(i)
@@ -77,7 +79,8 @@ while True:
     i += 1
 """
 """The child: argv is the generated modules' directory, the output directory, the first write's
-number. Write ``i`` holds ``count(i)`` records ``my_ints=[i, j]`` for ``j`` in order."""
+number and the last one (-1: write until killed). Write ``i`` holds ``count(i)`` records
+``my_ints=[i, j]`` for ``j`` in order."""
 
 
 def count(i: int) -> int:
@@ -163,11 +166,23 @@ def check_files(out: Path, log: Log, basics: ModuleType) -> None:
     assert write_of(records, dataset) in log.allowed("dataset")
 
 
+def write_all_targets(out: Path, log: Log) -> None:
+    """Runs a child to the end of writes 0 to 5, so that every target exists before the kills."""
+    done = subprocess.run(
+        [*PYTHON, "-c", CHILD, str(GENERATED), str(out), "0", "5"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    for line in done.stdout.splitlines(keepends=True):
+        log.add(line)
+
+
 def run_child(out: Path, log: Log, kind: int, rng: random.Random) -> None:
     """Starts a child and kills it at a random moment of its first write of ``kind`` (0: a file,
     1: a gzip stream, 2: a dataset)."""
     with subprocess.Popen(
-        [*PYTHON, "-c", CHILD, str(GENERATED), str(out), str(log.next_write)],
+        [*PYTHON, "-c", CHILD, str(GENERATED), str(out), str(log.next_write), "-1"],
         stdout=subprocess.PIPE,
         text=True,
     ) as proc:
@@ -192,8 +207,11 @@ def run_child(out: Path, log: Log, kind: int, rng: random.Random) -> None:
 def test_killed_writers_leave_only_complete_files(tmp_path: Path, basics: ModuleType) -> None:
     rng = random.Random(SEED)
     log = Log()
+    write_all_targets(tmp_path, log)
+    targets = {"plain-0.tfrecord", "stream-0.tfrecord.gz", "dataset"}
+    assert set(log.closed) == targets | {"plain-1.tfrecord", "stream-1.tfrecord.gz"}, log.closed
+    check_files(tmp_path, log, basics)
     for kill in range(KILLS):
         run_child(tmp_path, log, kill % 3, rng)
         check_files(tmp_path, log, basics)
-    assert set(log.closed) >= {"plain-0.tfrecord", "stream-0.tfrecord.gz", "dataset"}, log.closed
     assert log.kills_in_flight >= KILLS // 2, "too few kills came during a write"
