@@ -353,6 +353,7 @@ class Record(Generic[B, P]):
             files,
             cls.decode,
             cls.__tfr__.batch_class().decode,
+            schema=cls.__tfr__.info,
             batch_size=batch_size,
             drop_remainder=drop_remainder,
             **options,

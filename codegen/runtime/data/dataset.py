@@ -3,18 +3,35 @@
 ``Record.dataset(files, batch_size=...)`` builds a :class:`Dataset`. Each pass over it reads every
 record of its part of the data once per epoch:
 
-* **Files**: a path, a glob pattern (``"data/train-*.tfrecord.gz"``) or a sequence of them; the
-  matching files are read in sorted order. ``compression="auto"`` picks by each file's suffix.
+* **Files**: paths, glob patterns (``"data/train-*.tfrecord.gz"``), ``write_dataset`` directories
+  or their manifests, or a sequence of them (see :mod:`codegen.runtime.data.sources`); the files
+  are read in sorted order. ``compression="auto"`` picks by each file's suffix. A manifest's
+  writer schema is checked against the reader's record as ``read_dataset`` checks it
+  (``check_schema=False`` skips the check).
 * **Interleave**: ``interleave`` files are open at once and take turns, one record each; when one
   ends the next file takes its turn (``tf.data``'s ``interleave(cycle_length=...)``).
 * **Shuffle**: ``shuffle_buffer > 0`` shuffles the order of the files of every epoch and passes the
   records through a buffer of that size, from which each next record is drawn at random. The order
   is a function of ``seed``, the epoch and the shard only (``seed=None``: a random seed chosen when
   the ``Dataset`` is built, so the workers of one DataLoader agree).
-* **Epochs and batches**: the data is read ``epochs`` times (``None``: without end). Each
+* **Epochs and batches**: each iteration reads ``epochs`` epochs (``None``: without end). Each
   ``batch_size`` records are decoded column by column into one ``<Record>Batch``
   (``batch_size=None``: records one by one). Batches never span two epochs; the last, smaller batch
-  of an epoch is kept unless ``drop_remainder``.
+  of an epoch is kept unless ``drop_remainder``. Every iteration starts at the next epoch (the
+  first at 0), so each ``for`` loop and each DataLoader epoch, with persistent workers or fresh
+  ones, has its own order; :meth:`Dataset.set_epoch` sets the next epoch (see
+  :mod:`codegen.runtime.data.position`).
+* **Lengths and equal batches**: ``len(dataset)`` is what one iteration of this shard yields, when
+  every file's record count is known (from manifests, current indexes, or a counting pass with
+  ``count=True``). ``equal_batches`` gives every shard the same number of full batches per epoch,
+  so distributed ranks never wait on each other: ``"drop"`` takes ``min`` over the shards of
+  their full batches and leaves out the rest of each shard's epoch; ``"pad"`` takes the ``max``
+  over the shards of their batches (the last counted whole) and fills each shard's epoch up by
+  reading it again from its start (records of the same epoch, in the same order).
+* **Resuming**: :meth:`Dataset.state_dict` says where this shard's iteration is (epoch and records
+  taken from it, plus what identifies the data and the order); :meth:`Dataset.load_state_dict`
+  makes the next iteration go on from there. Through ``to_torch()`` these are the torch dataset's
+  methods, so ``torchdata``'s ``StatefulDataLoader`` checkpoints each worker.
 * **Sharding** between PyTorch DataLoader workers (``torch.utils.data.get_worker_info()``) and
   distributed ranks (``rank``/``world_size``, or ``torch.distributed`` once it is initialised):
   with ``S = world_size * workers`` shards, shard ``rank * workers + worker`` reads, when there are
@@ -40,14 +57,13 @@ record of its part of the data once per epoch:
 
 from __future__ import annotations
 
-import glob
 import itertools
 import logging
 import os
 import secrets
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, TypeVar, Unpack, cast
 
@@ -55,7 +71,10 @@ import numpy as np
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.accel import speedups
-from codegen.runtime.io.compression import Compression, resolve_compression
+from codegen.runtime.data.position import EpochCounter, Position
+from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.sources import Files, Source, count_records, find_sources
+from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
@@ -71,15 +90,26 @@ from codegen.runtime.io.skips import (
 if TYPE_CHECKING:
     from torch.utils.data import IterableDataset
 
-__all__ = ["ColumnBatch", "Dataset", "DatasetOptions", "Files", "Shard", "record_dataset"]
+__all__ = [
+    "ColumnBatch",
+    "Dataset",
+    "DatasetOptions",
+    "EqualBatches",
+    "Files",
+    "Shard",
+    "record_dataset",
+]
 
 T = TypeVar("T")
 B = TypeVar("B", bound="ColumnBatch")
 
 _log = logging.getLogger(__name__)
 
-Files = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-"""What a :class:`Dataset` reads: a path, a glob pattern, or a sequence of them."""
+EqualBatches = Literal["drop", "pad"]
+"""How ``equal_batches`` gives every shard the same number of batches per epoch."""
+
+_STATE_FORMAT = "tfr-gen dataset state"
+_STATE_VERSION = 1
 
 _RECORD_CHUNK = 256
 """Records handed over (and decoded) together when a dataset yields records one by one."""
@@ -106,6 +136,9 @@ class DatasetOptions(TypedDict, total=False):
     world_size: int | None
     on_error: OnError
     on_skip: OnSkip | None
+    check_schema: bool
+    count: bool
+    equal_batches: EqualBatches | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,31 +147,6 @@ class Shard:
 
     index: int
     count: int
-
-
-def _expand(files: Files) -> tuple[str, ...]:
-    """The files named by paths and glob patterns, sorted, without repeats."""
-    patterns = [files] if isinstance(files, str | os.PathLike) else list(files)
-    if not patterns:
-        raise TfrGenError("Dataset: no files given")
-    found: set[str] = set()
-    for pattern in patterns:
-        name = os.fspath(pattern)
-        if glob.has_magic(name):
-            matches = [path for path in glob.glob(name) if os.path.isfile(path)]
-            if not matches:
-                raise TfrGenError(f"Dataset: no file matches {name!r}")
-            found.update(matches)
-        elif os.path.isdir(name):
-            raise TfrGenError(
-                f"Dataset: {name!r} is a directory; name its files with a glob such as "
-                f"{os.path.join(name, '*.tfrecord*')!r}"
-            )
-        elif not os.path.isfile(name):
-            raise TfrGenError(f"Dataset: no such file {name!r}")
-        else:
-            found.add(name)
-    return tuple(sorted(found))
 
 
 def _positive(name: str, value: int | None, *, zero: bool = False) -> None:
@@ -194,6 +202,10 @@ class Dataset(Generic[T]):
         world_size: int | None = None,
         on_error: OnError = "raise",
         on_skip: OnSkip | None = None,
+        schema: SchemaInfo | None = None,
+        check_schema: bool = True,
+        count: bool = False,
+        equal_batches: EqualBatches | None = None,
     ) -> None:
         if decode_batch is None:
             if batch_size is not None or drop_remainder:
@@ -207,13 +219,29 @@ class Dataset(Generic[T]):
         _positive("world_size", world_size)
         if seed is not None and (type(seed) is not int or seed < 0):
             raise TfrGenError(f"Dataset: seed must be an int >= 0 or None, got {seed!r}")
-        self.files = _expand(files)
-        self._compressions = tuple(resolve_compression(path, compression) for path in self.files)
+        if equal_batches not in (None, "drop", "pad"):
+            raise TfrGenError(
+                f"Dataset: equal_batches must be 'drop', 'pad' or None, got {equal_batches!r}"
+            )
+        if equal_batches is not None and drop_remainder:
+            raise TfrGenError(
+                "Dataset: equal_batches already decides the last batch; leave out drop_remainder"
+            )
+        self._sources = find_sources(files, compression, schema, check_schema=check_schema)
+        if count:
+            self._sources = tuple(
+                Source(s.path, s.compression, count_records(s)) for s in self._sources
+            )
+        self.files = tuple(source.path for source in self._sources)
+        self._compressions = tuple(source.compression for source in self._sources)
+        self._schema = schema
         self._decode = decode
         self._decode_batch = decode_batch
         self.batch_size = batch_size
         self.drop_remainder = drop_remainder
+        self.equal_batches = equal_batches
         self.shuffle_buffer = shuffle_buffer
+        self._seed_given = seed is not None
         self.seed = secrets.randbits(63) if seed is None else seed
         self.epochs = epochs
         self.interleave = interleave
@@ -226,6 +254,13 @@ class Dataset(Generic[T]):
         :meth:`TFRecordReader.views`): each is decoded right away, so it pins its buffer only
         briefly, unlike records waiting in a shuffle buffer."""
         self._report = SkipReporter(on_skip, _log)
+        self._quiet = False
+        """Set while a resumed iteration re-reads what was read before: nothing is reported twice."""
+        self._counter = EpochCounter()
+        self._resume: Position | None = None
+        self._at: list[int] | None = None
+        """The running iteration's ``[epoch, consumed, stop]`` (``stop`` -1: without end)."""
+        self._sizes: tuple[int, ...] | None = None
 
     @property
     def skipped(self) -> SkipCounts:
@@ -265,20 +300,218 @@ class Dataset(Generic[T]):
         """The part of the data an iteration in this process (and DataLoader worker) reads."""
         return _environment_shard(self._rank, self._world_size)
 
+    # --- epochs, lengths and resuming ------------------------------------------------------------
+
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch the next iteration starts at, in this process and in DataLoader workers
+        started from it (see :mod:`codegen.runtime.data.position`); forgets a loaded state."""
+        _positive("epoch", epoch, zero=True)
+        self._counter.set(epoch)
+        self._resume = None
+
+    def __len__(self) -> int:
+        """The batches (records with ``batch_size=None``) one iteration of this shard yields: per
+        epoch times ``epochs``. Needs every file's record count (from manifests, current indexes,
+        or ``count=True``); ``TypeError`` otherwise, or when the epochs do not end."""
+        if self.epochs is None:
+            raise TypeError("len() of a Dataset that repeats without end (epochs=None)")
+        shard = self.shard()
+        quota = self._quota(shard)
+        records = self._shard_records(shard)[shard.index] if quota is None else quota
+        if self.batch_size is None:
+            return records * self.epochs
+        full, rest = divmod(records, self.batch_size)
+        return (full + (1 if rest and not self.drop_remainder else 0)) * self.epochs
+
+    def _counts(self) -> tuple[int, ...]:
+        """Every file's record count; ``TypeError`` when one is not known."""
+        counts = tuple(source.records for source in self._sources)
+        if None in counts:
+            unknown = next(s.path for s in self._sources if s.records is None)
+            raise TypeError(
+                f"Dataset: the record count of {unknown!r} is not known: read a write_dataset"
+                " directory or manifest, index the files (tfr-gen index), or pass count=True"
+            )
+        return cast("tuple[int, ...]", counts)
+
+    def _shard_records(self, shard: Shard) -> list[int]:
+        """How many records each of the ``shard.count`` shards reads per epoch."""
+        counts, total = self._counts(), shard.count
+        out = [0] * total
+        if len(counts) >= total:
+            for file, records in enumerate(counts):
+                out[file % total] += records
+            return out
+        for file, records in enumerate(counts):
+            whole, rest = divmod(records, total)
+            for index in range(total):
+                out[index] += whole + (1 if (index - file) % total < rest else 0)
+        return out
+
+    def _quota(self, shard: Shard) -> int | None:
+        """With ``equal_batches``, the records every shard takes per epoch (see the module
+        docstring); else ``None``."""
+        if self.equal_batches is None:
+            return None
+        per_shard = self._shard_records(shard)
+        size = self.batch_size or 1
+        if self.equal_batches == "drop":
+            return min(per_shard) // size * size
+        return max(-(-records // size) for records in per_shard) * size
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this shard's iteration is, as a small JSON-serialisable dict (see
+        :meth:`load_state_dict`): the files' names and sizes, the schema fingerprint, the seed,
+        the options that decide the order, the epoch and the records taken from it."""
+        if self._at is not None:
+            epoch, consumed, stop = self._at
+            position = Position(epoch, consumed, None if stop < 0 else stop)
+        elif self._resume is not None:
+            position = self._resume
+        else:  # between iterations: the next one starts afresh
+            epoch = self._counter.get(_worker_slot())
+            position = Position(epoch, 0, epoch)
+        shard = self.shard()
+        return {
+            "format": _STATE_FORMAT,
+            "version": _STATE_VERSION,
+            **self._identity(),
+            "seed": self.seed,
+            "shard": [shard.index, shard.count],
+            "epoch": position.epoch,
+            "consumed": position.consumed,
+            "stop": position.stop,
+        }
+
+    def _identity(self) -> dict[str, Any]:
+        """What a state must agree with to be loaded: the data and the order's options."""
+        if self._sizes is None:
+            self._sizes = tuple(_size(path) for path in self.files)
+        return {
+            "files": [
+                [os.path.basename(p), n] for p, n in zip(self.files, self._sizes, strict=True)
+            ],
+            "fingerprint": None if self._schema is None else self._schema.fingerprint,
+            "order": {
+                "batch_size": self.batch_size,
+                "drop_remainder": self.drop_remainder,
+                "equal_batches": self.equal_batches,
+                "shuffle_buffer": self.shuffle_buffer,
+                "interleave": self.interleave,
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Makes the next iteration go on from ``state`` (from :meth:`state_dict`): it yields what
+        the iteration the state was taken from would have yielded after it, re-reading the records
+        before the position without decoding them. A state taken after an iteration's last batch
+        starts the next iteration afresh. A state of other files (names and sizes), another
+        schema fingerprint, seed, shard or order options is refused with
+        :class:`~codegen.errors.TfrGenError` naming what differs."""
+        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+            raise TfrGenError("Dataset.load_state_dict: not a dataset state")
+        if state.get("version") != _STATE_VERSION:
+            raise TfrGenError(
+                f"Dataset.load_state_dict: state version {state.get('version')!r} is not"
+                f" supported (expected {_STATE_VERSION})"
+            )
+        mine = self._identity()
+        for key, what in (
+            ("fingerprint", "schema fingerprint"),
+            ("order", "options"),
+            ("files", "files"),
+        ):
+            if state.get(key) != mine[key]:
+                raise TfrGenError(
+                    f"Dataset.load_state_dict: the state was saved for other data: its {what}"
+                    f" {_short(state.get(key))} differ from this dataset's {_short(mine[key])}"
+                )
+        shard = self.shard()
+        if state.get("shard") != [shard.index, shard.count]:
+            raise TfrGenError(
+                f"Dataset.load_state_dict: the state is of shard {state.get('shard')!r}; this"
+                f" process reads shard [{shard.index}, {shard.count}]"
+            )
+        seed = state.get("seed")
+        if type(seed) is not int or (self._seed_given and seed != self.seed):
+            raise TfrGenError(
+                f"Dataset.load_state_dict: the state's seed {seed!r} is not this dataset's"
+                f" {self.seed}"
+            )
+        epoch, consumed, stop = state.get("epoch"), state.get("consumed"), state.get("stop")
+        if not (
+            type(epoch) is int
+            and type(consumed) is int
+            and epoch >= 0
+            and consumed >= 0
+            and (stop is None or type(stop) is int)
+        ):
+            raise TfrGenError("Dataset.load_state_dict: invalid epoch, consumed or stop")
+        self.seed = seed
+        if stop is not None and epoch >= stop:
+            self._counter.set(epoch, _worker_slot())  # the iteration had ended: a fresh one
+            self._resume = None
+        else:
+            self._resume = Position(epoch, consumed, stop)
+
     def __iter__(self) -> Iterator[T]:
         shard = self.shard()
+        slot = _worker_slot()
+        resume, self._resume = self._resume, None
+        if resume is None:
+            start = self._counter.claim(slot, self.epochs)
+            resume = Position(start, 0, None if self.epochs is None else start + self.epochs)
+        elif resume.stop is not None:
+            self._counter.set(resume.stop, slot)
+        quota = self._quota(shard)
         offsets = _Offsets(self.files, self._compressions)
+        stop = -1 if resume.stop is None else resume.stop
+        epoch, skip = resume.epoch, resume.consumed
+        try:
+            while stop < 0 or epoch < stop:
+                tape = _Tape(self._epoch_records(shard, epoch, quota))
+                try:
+                    if skip:
+                        self._quiet = True
+                        try:
+                            tape.skip(skip)
+                        finally:
+                            self._quiet = False
+                    self._at = [epoch, tape.consumed, stop]
+                    yield from self._epoch_items(tape, offsets)
+                finally:
+                    tape.close()
+                epoch += 1
+                skip = 0
+        finally:
+            self._at = None
+
+    def _epoch_items(self, tape: _Tape, offsets: _Offsets) -> Iterator[T]:
+        """The batches (or records) of one epoch's raw records; :attr:`_at` says where each is."""
         decode_batch = self._decode_batch
-        size = self.batch_size or _RECORD_CHUNK
-        for records in self._epochs(shard):
-            if decode_batch is None:
-                for chunk in _grouped(records, size, False):
-                    yield from self._records(chunk, offsets)
-            elif self.on_error == "skip":
-                yield from self._skipping_batches(records, decode_batch, size, offsets)
-            else:
-                for chunk in _grouped(records, size, self.drop_remainder):
-                    yield self._batch(chunk, decode_batch, offsets)
+        at = cast("list[int]", self._at)
+        if decode_batch is None:
+            while chunk := tape.take(_RECORD_CHUNK):
+                base = tape.consumed - len(chunk)
+                last = len(chunk) - 1
+                for j, raw in enumerate(chunk):
+                    try:
+                        record = self._decode(raw[0])
+                    except RecordError as exc:
+                        self._failed(raw, exc, offsets)
+                        continue
+                    _mark(at, tape, base + j + 1, j == last)
+                    yield record
+        elif self.on_error == "skip":
+            yield from self._skipping_batches(tape, decode_batch, offsets)
+        else:
+            size = cast("int", self.batch_size)
+            while chunk := tape.take(size):
+                if len(chunk) < size and self.drop_remainder:
+                    return
+                batch = self._batch(chunk, decode_batch, offsets)
+                _mark(at, tape, tape.consumed, True)
+                yield batch
 
     def to_torch(self) -> IterableDataset[dict[str, Any]]:
         """A ``torch.utils.data.IterableDataset`` of the batches as dicts of tensors (see
@@ -314,18 +547,16 @@ class Dataset(Generic[T]):
             raise
 
     def _skipping_batches(
-        self,
-        records: Iterator[_Raw],
-        decode_batch: Callable[[Sequence[bytes]], T],
-        size: int,
-        offsets: _Offsets,
+        self, tape: _Tape, decode_batch: Callable[[Sequence[bytes]], T], offsets: _Offsets
     ) -> Iterator[T]:
         """The batches of one epoch with ``on_error="skip"``: the records of a batch that does not
         decode are decoded one by one, those that fail are reported and left out, and the records
         after them fill the batch up."""
+        size = cast("int", self.batch_size)
+        at = cast("list[int]", self._at)
         chunk: list[_Raw] = []
         while True:
-            chunk += itertools.islice(records, size - len(chunk))
+            chunk += tape.take(size - len(chunk))
             if not chunk or (len(chunk) < size and self.drop_remainder):
                 return
             try:
@@ -336,6 +567,7 @@ class Dataset(Generic[T]):
                     raise  # each record decodes alone: the batch decoder itself failed
                 chunk = good
                 continue
+            _mark(at, tape, tape.consumed, True)
             yield batch
             if len(chunk) < size:
                 return  # the epoch's last, smaller batch
@@ -362,26 +594,45 @@ class Dataset(Generic[T]):
 
     # --- the raw records of one shard ------------------------------------------------------------
 
-    def _epochs(self, shard: Shard) -> Iterator[Iterator[_Raw]]:
-        """The raw records of every epoch of ``shard``, shuffled; each epoch's must be consumed
-        before the next is taken."""
+    def _epoch_records(self, shard: Shard, epoch: int, quota: int | None) -> Iterator[_Raw]:
+        """The raw records of ``epoch`` of ``shard``, shuffled; with ``equal_batches`` exactly
+        ``quota`` of them: the first ``quota``, or the epoch's records followed by its first
+        records again until there are ``quota``."""
+        if quota is None:
+            yield from self._epoch_stream(shard, epoch)
+            return
+        given = 0
+        while given < quota:
+            stream = self._epoch_stream(shard, epoch)
+            before = given
+            try:
+                for raw in itertools.islice(stream, quota - given):
+                    given += 1
+                    yield raw
+            finally:
+                stream.close()
+            if given == before:
+                raise TfrGenError(
+                    f"Dataset: shard {shard.index} of {shard.count} read no record in epoch"
+                    f" {epoch}, so equal_batches={self.equal_batches!r} cannot fill its batches"
+                )
+
+    def _epoch_stream(self, shard: Shard, epoch: int) -> Generator[_Raw]:
+        """The raw records of ``epoch`` of ``shard``, shuffled."""
         by_file = len(self.files) >= shard.count
         shared = None if by_file else shard
-        epoch = 0
-        while self.epochs is None or epoch < self.epochs:
-            rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
-            order = list(range(len(self.files)))
-            if by_file:
-                order = order[shard.index :: shard.count]
-            if self.shuffle_buffer:
-                rng.shuffle(order)
-            records = self._interleaved(order, shared)
-            if shared is not None:
-                records = _kept(records, shared)
-            if self.shuffle_buffer:
-                records = _shuffled(records, self.shuffle_buffer, rng)
-            yield records
-            epoch += 1
+        rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
+        order = list(range(len(self.files)))
+        if by_file:
+            order = order[shard.index :: shard.count]
+        if self.shuffle_buffer:
+            rng.shuffle(order)
+        records = self._interleaved(order, shared)
+        if shared is not None:
+            records = _kept(records, shared)
+        if self.shuffle_buffer:
+            records = _shuffled(records, self.shuffle_buffer, rng)
+        yield from records
 
     def _interleaved(self, order: list[int], shared: Shard | None) -> Iterator[_Raw]:
         """The records of the files ``order``, ``interleave`` files taking turns."""
@@ -458,13 +709,15 @@ class Dataset(Generic[T]):
         report = self._report
 
         def owned(span: SkippedSpan) -> None:
+            if self._quiet:
+                return
             if shared is None or (file + reader.index) % shared.count == shared.index:
                 report(span)
 
         try:
             reader = TFRecordReader(path, compression=compression, on_error="skip", on_skip=owned)
         except OSError as exc:
-            if shared is None or file % shared.count == shared.index:
+            if not self._quiet and (shared is None or file % shared.count == shared.index):
                 reason = f"cannot read the file: {exc.strerror or exc}"
                 report(SkippedSpan(path, 0, _size(path), reason))
             return None
@@ -508,17 +761,20 @@ def record_dataset(
     decode_batch: Callable[[Sequence[bytes]], ColumnBatch],
     *,
     batch_size: int | None,
+    schema: SchemaInfo | None = None,
     drop_remainder: bool = False,
     **options: Unpack[DatasetOptions],
 ) -> Dataset[Any]:
     """What a record class's ``dataset`` returns: batches of ``batch_size`` records decoded by
-    ``decode_batch``, or (``batch_size=None``) records decoded one by one by ``decode``."""
+    ``decode_batch``, or (``batch_size=None``) records decoded one by one by ``decode``; manifests
+    are checked against ``schema``, the record's."""
     return Dataset(
         files,
         decode,
         None if batch_size is None else decode_batch,
         batch_size=batch_size,
         drop_remainder=drop_remainder,
+        schema=schema,
         **options,
     )
 
@@ -551,9 +807,63 @@ def _shuffled(records: Iterator[_Raw], size: int, rng: np.random.Generator) -> I
         yield buffer[slot]
 
 
-def _grouped(records: Iterator[_Raw], size: int, drop_remainder: bool) -> Iterator[list[_Raw]]:
-    """``records`` in lists of ``size`` (the last may be shorter, unless ``drop_remainder``)."""
-    while chunk := list(itertools.islice(records, size)):
-        if len(chunk) < size and drop_remainder:
-            return
-        yield chunk
+class _Tape:
+    """An epoch's raw records taken in lists, counting them, with a look one record ahead."""
+
+    __slots__ = ("_held", "_records", "consumed")
+
+    def __init__(self, records: Iterator[_Raw]) -> None:
+        self._records = records
+        self._held: _Raw | None = None
+        self.consumed = 0
+
+    def take(self, count: int) -> list[_Raw]:
+        """The next ``count`` records (fewer at the end)."""
+        if self._held is None:
+            out = list(itertools.islice(self._records, count))
+        else:
+            out = [self._held, *itertools.islice(self._records, count - 1)]
+            self._held = None
+        self.consumed += len(out)
+        return out
+
+    def skip(self, count: int) -> None:
+        """Passes over the next ``count`` records (fewer at the end)."""
+        while count > 0 and (taken := len(self.take(min(count, 4096)))):
+            count -= taken
+
+    def ended(self) -> bool:
+        """Whether no record is left."""
+        if self._held is None:
+            self._held = next(self._records, None)
+        return self._held is None
+
+    def close(self) -> None:
+        close = getattr(self._records, "close", None)
+        if close is not None:
+            close()
+
+
+def _mark(at: list[int], tape: _Tape, consumed: int, maybe_last: bool) -> None:
+    """Records in ``at`` (``[epoch, consumed, stop]``) the position after an item: past the end of
+    the epoch (the next epoch, nothing consumed) when it took the epoch's last record."""
+    if maybe_last and consumed == tape.consumed and tape.ended():
+        at[0] += 1
+        at[1] = 0
+    else:
+        at[1] = consumed
+
+
+def _worker_slot() -> int:
+    """This DataLoader worker's id (0 in a process that is not one)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            return int(info.id)
+    return 0
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

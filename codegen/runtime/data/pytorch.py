@@ -22,8 +22,8 @@ torch is optional: importing this module without it raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "Dataset.to_torch needs PyTorch: pip install torch (CPU builds work)"
     ) from exc
 
-__all__ = ["TorchBatches", "tensors"]
+__all__ = ["Batches", "TorchBatches", "tensors"]
 
 
 def _tensor(array: np.ndarray[Any, Any]) -> torch.Tensor:
@@ -81,14 +81,49 @@ def tensors(columns: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class TorchBatches(IterableDataset[dict[str, Any]]):
-    """The batches of ``batches`` (an iterable that shards itself per DataLoader worker) as dicts
-    of tensors; ``columns`` gives a batch's columns by attribute name."""
+class Batches(Protocol):
+    """What the adapter needs of a dataset: its batches (sharded per DataLoader worker), its
+    length, epoch and resume state (see :class:`~codegen.runtime.data.dataset.Dataset`)."""
 
-    def __init__(self, batches: Iterable[Any], columns: Callable[[Any], dict[str, Any]]) -> None:
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __len__(self) -> int: ...
+
+    def set_epoch(self, epoch: int) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class TorchBatches(IterableDataset[dict[str, Any]]):
+    """The batches of ``batches`` as dicts of tensors; ``columns`` gives a batch's columns by
+    attribute name.
+
+    ``len()``, ``set_epoch()``, ``state_dict()`` and ``load_state_dict()`` are the dataset's, so
+    ``torchdata.stateful_dataloader.StatefulDataLoader`` saves and restores each worker's position
+    (and a plain ``DataLoader`` at ``num_workers=0`` the main process's, through these methods).
+    """
+
+    def __init__(self, batches: Batches, columns: Callable[[Any], dict[str, Any]]) -> None:
         self.batches = batches
         self.columns = columns
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for batch in self.batches:
             yield tensors(self.columns(batch))
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def set_epoch(self, epoch: int) -> None:
+        """The dataset's :meth:`~codegen.runtime.data.dataset.Dataset.set_epoch`."""
+        self.batches.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The dataset's state in this process (a DataLoader worker's, in a worker)."""
+        return self.batches.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Loads a state from :meth:`state_dict` into the dataset."""
+        self.batches.load_state_dict(state)

@@ -1,0 +1,138 @@
+"""The files a :class:`~codegen.runtime.data.dataset.Dataset` reads, and what is known of them.
+
+A dataset's ``files`` name TFRecord files, ``write_dataset`` directories and their manifests:
+
+* a **path** to a TFRecord file, or a **glob pattern** (``"data/train-*.tfrecord.gz"``); index files
+  (``FILE.index``) a pattern matches are left out, and a manifest it matches counts as its dataset;
+* a **directory** ``write_dataset`` made: its dataset (the one named after the reader's record when
+  there are several, as ``read_dataset`` picks it);
+* a **manifest** file (``<prefix>.manifest.json``): the shards it lists.
+
+Each file becomes a :class:`Source`: its path, compression and, when known without reading it,
+its record count: from the manifest that lists it, or from a current index beside it
+(``tfr-gen index``). With ``check_schema`` (the default) every manifest's writer schema must be
+readable by the reader's record, as :func:`~codegen.runtime.data.shards.read_dataset` checks it.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from codegen.errors import TfrGenError
+from codegen.runtime.data.manifest import MANIFEST_SUFFIX, default_prefix, load_manifest
+from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
+from codegen.runtime.io.compression import Compression, resolve_compression
+from codegen.runtime.io.indexed import INDEX_SUFFIX, read_index
+from codegen.runtime.io.reader import TFRecordReader
+
+__all__ = ["Files", "Source", "count_records", "find_sources"]
+
+Files = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+"""What a dataset reads: paths, glob patterns, dataset directories or manifests, or a sequence of them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One file a dataset reads: its path, compression, and record count when known (else ``None``)."""
+
+    path: str
+    compression: Compression
+    records: int | None
+
+
+def find_sources(
+    files: Files,
+    compression: Compression | Literal["auto"],
+    schema: SchemaInfo | None,
+    *,
+    check_schema: bool = True,
+) -> tuple[Source, ...]:
+    """The files named by ``files``, sorted by path, without repeats (see the module docstring).
+
+    ``compression`` applies to TFRecord files named directly (``"auto"``: by suffix); a manifest's
+    shards have the manifest's. ``schema`` is the reader's; ``None`` checks no schema.
+    """
+    patterns = [files] if isinstance(files, str | os.PathLike) else list(files)
+    if not patterns:
+        raise TfrGenError("Dataset: no files given")
+    found: dict[str, Source] = {}
+    for pattern in patterns:
+        name = os.fspath(pattern)
+        if glob.has_magic(name):
+            matches = [
+                path
+                for path in glob.glob(name)
+                if os.path.isfile(path) and not path.endswith(INDEX_SUFFIX)
+            ]
+            if not matches:
+                raise TfrGenError(f"Dataset: no file matches {name!r}")
+        elif os.path.isdir(name):
+            if not any(entry.endswith(MANIFEST_SUFFIX) for entry in os.listdir(name)):
+                raise TfrGenError(
+                    f"Dataset: {name!r} is a directory without a dataset manifest"
+                    f" (*{MANIFEST_SUFFIX}); name its files with a glob such as"
+                    f" {os.path.join(name, '*.tfrecord*')!r}"
+                )
+            matches = [name]
+        elif not os.path.isfile(name):
+            raise TfrGenError(f"Dataset: no such file {name!r}")
+        else:
+            matches = [name]
+        for path in matches:
+            if os.path.isdir(path) or path.endswith(MANIFEST_SUFFIX):
+                for source in _manifest_sources(path, schema, check_schema):
+                    found[source.path] = source  # a shard also matched by name keeps its count
+            elif path not in found:
+                mode = resolve_compression(path, compression)
+                found[path] = Source(path, mode, _indexed_count(path, mode))
+    return tuple(found[path] for path in sorted(found))
+
+
+def _manifest_sources(
+    path: str, schema: SchemaInfo | None, check_schema: bool
+) -> tuple[Source, ...]:
+    """The shards of the dataset in directory ``path``, or of the manifest file ``path``."""
+    if os.path.isdir(path):
+        directory, prefix = path, None
+        if schema is not None:
+            named = default_prefix(schema.record)
+            if os.path.exists(os.path.join(path, named + MANIFEST_SUFFIX)):
+                prefix = named
+    else:
+        directory = os.path.dirname(path) or "."
+        prefix = os.path.basename(path)[: -len(MANIFEST_SUFFIX)]
+    manifest = load_manifest(directory, prefix)
+    if check_schema and schema is not None:
+        check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
+    return tuple(
+        Source(shard_path, manifest.compression, shard.records)
+        for shard, shard_path in zip(manifest.shards, manifest.paths, strict=True)
+    )
+
+
+def _indexed_count(path: str, compression: Compression) -> int | None:
+    """The record count of an uncompressed file from its current index, if it has one."""
+    index = path + INDEX_SUFFIX
+    if compression is not None or not os.path.isfile(index):
+        return None
+    try:
+        info = read_index(index)
+        current = info.matches(os.stat(path))
+    except (OSError, TfrGenError):
+        return None
+    return len(info.offsets) if current else None
+
+
+def count_records(source: Source) -> int:
+    """The readable records of ``source`` (its known count, else found by reading it once)."""
+    if source.records is not None:
+        return source.records
+    count = 0
+    with TFRecordReader(source.path, compression=source.compression, on_error="skip") as reader:
+        for _ in reader:
+            count += 1
+    return count
