@@ -27,6 +27,7 @@ from codegen.runtime.codec.wire import (
 )
 from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files
 from codegen.runtime.data.manifest import Manifest, ShardInfo, load_manifest
+from codegen.runtime.data.random_access import RandomAccess
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
 from codegen.runtime.io.compression import Compression, CompressionArg
@@ -58,6 +59,7 @@ __all__ = [
     "OnError",
     "PathLike",
     "Ragged",
+    "RandomAccess",
     "Record",
     "RecordError",
     "RecordMeta",

@@ -36,6 +36,7 @@ from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
 from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, record_dataset
 from codegen.runtime.data.manifest import Manifest, load_manifest
+from codegen.runtime.data.random_access import RandomAccess
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
 from codegen.runtime.io.compression import Compression, CompressionArg
@@ -314,6 +315,13 @@ class Record(Generic[B, P]):
         """Random access to an uncompressed TFRecord file: ``len()`` and ``records[i]``, by its index
         (``tfr-gen index``), or by a scan when it has none."""
         return IndexedRecords(path, cls.decode, index=index)
+
+    @classmethod
+    def random_access(cls, files: Files, *, check_schema: bool = True) -> RandomAccess[Self]:
+        """Records of many uncompressed files (paths, globs, dataset directories or manifests) by global position:
+        ``len()`` and ``source[i]``, Grain's random-access data source protocol (see
+        :mod:`codegen.runtime.data.random_access`)."""
+        return RandomAccess(files, cls.decode, schema=cls.__tfr__.info, check_schema=check_schema)
 
     @classmethod
     def decode_batch(cls, data: Sequence[bytes]) -> B:
