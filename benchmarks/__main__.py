@@ -39,6 +39,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"workloads to run, space- or comma-separated (default: all of {', '.join(BY_NAME)})",
     )
     parser.add_argument(
+        "--rows",
+        nargs="+",
+        metavar="TEXT",
+        help="run only the contenders whose name contains one of these (with their baselines),"
+        " e.g. --rows '4 shards' limit",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         help=f"timed rounds per workload (default {DEFAULT_REPEATS}, {QUICK_REPEATS} with --quick)",
@@ -94,7 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
         parser.error("--plot needs matplotlib: pip install 'tfr-gen[bench]'")
     settings = Settings(
-        quick=args.quick, repeats=repeats, warmups=1, seed=args.seed, data_dir=args.data_dir
+        quick=args.quick,
+        repeats=repeats,
+        warmups=1,
+        seed=args.seed,
+        data_dir=args.data_dir,
+        rows=tuple(args.rows or ()),
     )
     report = run(workloads, settings)
     sys.stdout.write(format_text(report))

@@ -2,7 +2,9 @@
 
 Each bar compares two rows of one workload in one run (medians): per-record ``encode``/``decode``
 against protobuf, ``decode_batch`` and the ``Dataset`` against TensorFlow's batched pipeline, the
-``Dataset`` against vahidk's loader, and the writer against ``tf.io.TFRecordWriter``.
+``Dataset`` against vahidk's loader and (over 4 shards) TensorFlow's best-practice pipeline, the
+single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), and the
+writer against ``tf.io.TFRecordWriter``.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmarks.contenders import (
+    LIMIT,
     PROTOBUF_BUILD,
     PROTOBUF_PARSE,
+    TF_BEST_PIPELINE,
     TF_PIPELINE,
     TF_WRITE,
     TFRGEN_DATASET,
+    TFRGEN_DATASET_SHARDS,
     TFRGEN_DECODE,
     TFRGEN_DECODE_BATCH,
     TFRGEN_ENCODE,
@@ -29,6 +34,9 @@ DATASET_VS_TF = 0.8
 """The ``Dataset`` end to end from files, against TensorFlow's pipeline, on every workload."""
 DATASET_VS_VAHIDK = 10.0
 """The ``Dataset`` end to end from files, against vahidk's ``tfrecord_loader``, on every workload."""
+DATASET_VS_TF_BEST = 6.0
+"""The ``Dataset`` over 4 shards against TensorFlow's best-practice pipeline over the same shards, on
+every workload (a 2-core bar: TensorFlow parses on every core)."""
 WRITE_VS_TF = 1.0
 """``write_tfrecord`` against ``tf.io.TFRecordWriter`` with the same bytes, on every workload."""
 
@@ -73,6 +81,8 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         (TFRGEN_DECODE_BATCH, TF_PIPELINE, workload.batch_bar),
         (TFRGEN_DATASET, TF_PIPELINE, DATASET_VS_TF),
         (TFRGEN_DATASET, VAHIDK_READ, DATASET_VS_VAHIDK),
+        (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, DATASET_VS_TF_BEST),
+        (TFRGEN_DATASET, LIMIT, workload.limit_bar),
         (TFRGEN_WRITE, TF_WRITE, WRITE_VS_TF),
     )
     return tuple((c, b, r) for c, b, r in bars if r is not None)

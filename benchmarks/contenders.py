@@ -6,6 +6,10 @@ Groups, each with the baseline its ratios are taken against:
 * ``decode`` (vs ``protobuf parse+access``): ``Example`` bytes -> the Python values, per record
   (or per column, for ``decode_batch``);
 * ``read`` (vs TensorFlow's ``tf.data`` pipeline): a TFRecord file -> parsed records (or batches);
+  with the same records split into :data:`SHARDS` files, tfr-gen's ``Dataset`` against TensorFlow's
+  best-practice pipeline (parallel reads, parallel parsing, prefetching), and the ``limit`` row:
+  what reading the file costs at the least (page-cache reads in large chunks, crc32c over them and
+  one copy of the bytes, as a reader that checks and hands over every record must do);
 * ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file;
 * ``scan`` (vs tfr-gen's ``read_tfrecord`` of raw bytes): the ``tfr-gen`` commands that read a
   whole file (``stats``, ``cat --format json``, ``infer``, ``validate``), run in-process as the
@@ -31,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
+import crc32c
+
 from benchmarks.prepare import Prepared
 from benchmarks.workloads import ROOT
 from codegen.cli import main as cli_main
@@ -50,6 +56,9 @@ TFRGEN_DECODE_BATCH = "tfr-gen decode_batch(1024) (columns)"
 TFRGEN_DATASET = "tfr-gen dataset(batch_size=1024) (columns)"
 TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
 TF_RAW_READ = "TF TFRecordDataset.batch(1024) (raw bytes)"
+TFRGEN_DATASET_SHARDS = "tfr-gen dataset(batch_size=1024) over 4 shards"
+TF_BEST_PIPELINE = "TF best practice: 4 shards, parallel reads+map, prefetch"
+LIMIT = "limit: 8 MiB reads + crc32c + one copy"
 TFRGEN_READ = "tfr-gen read_tfrecord (decoded records)"
 TFRGEN_RAW_READ = "tfr-gen runtime read_tfrecord (raw bytes)"
 VAHIDK_READ = "vahidk tfrecord_loader"
@@ -79,6 +88,9 @@ NAMES: tuple[str, ...] = (
     TFRGEN_DATASET,
     TF_PIPELINE,
     TF_RAW_READ,
+    TFRGEN_DATASET_SHARDS,
+    TF_BEST_PIPELINE,
+    LIMIT,
     TFRGEN_READ,
     TFRGEN_RAW_READ,
     VAHIDK_READ,
@@ -187,7 +199,9 @@ class _Columnar(Protocol):
 
     def decode_batch(self, data: Sequence[bytes]) -> Sized: ...
 
-    def dataset(self, files: str, *, batch_size: int, compression: None) -> Iterable[Sized]: ...
+    def dataset(
+        self, files: str | list[str], *, batch_size: int, compression: None
+    ) -> Iterable[Sized]: ...
 
 
 def _batched(
@@ -230,6 +244,71 @@ def _tf_pipeline(p: Prepared, tf: Any) -> Callable[[], Outcome]:
 
     def run() -> Outcome:
         return Outcome(sum(int(n) for n, _ in dataset))
+
+    return run
+
+
+SHARDS = 4
+"""How many files the sharded rows read (the same records as the one file, in turns)."""
+
+
+def _shards(p: Prepared, scratch: Path) -> list[str]:
+    """The records of ``p`` written into :data:`SHARDS` files in ``scratch`` (once per workload)."""
+    paths = [scratch / f"{p.workload.name}.shard-{k}.tfrecord" for k in range(SHARDS)]
+    if not all(path.exists() for path in paths):
+        for k, path in enumerate(paths):
+            write_tfrecord(path, p.serialized[k::SHARDS], compression=None)
+    return [str(path) for path in paths]
+
+
+def _dataset_shards(p: Prepared, scratch: Path) -> Callable[[], Outcome]:
+    """Batches of the sharded files through ``Record.dataset``."""
+    dataset = cast("_Columnar", p.cls).dataset(
+        _shards(p, scratch), batch_size=_BATCH, compression=None
+    )
+
+    def run() -> Outcome:
+        return Outcome(sum(len(batch) for batch in dataset))
+
+    return run
+
+
+def _tf_best_pipeline(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
+    """TensorFlow's recommended input pipeline over the sharded files:
+    ``TFRecordDataset(files, num_parallel_reads=AUTOTUNE).batch(1024).map(parse,
+    num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)``."""
+    parse, auto = p.cls.tf_parse, tf.data.AUTOTUNE
+    dataset = (
+        tf.data.TFRecordDataset(_shards(p, scratch), num_parallel_reads=auto)
+        .batch(_BATCH)
+        .map(lambda s: (tf.size(s), parse(s)), num_parallel_calls=auto)
+        .prefetch(auto)
+    )
+
+    def run() -> Outcome:
+        return Outcome(sum(int(n) for n, _ in dataset))
+
+    return run
+
+
+_CHUNK = 8 << 20
+
+
+def _limit(p: Prepared) -> Callable[[], Outcome]:
+    """The least any checked read of the file costs: the file read from the page cache in 8 MiB
+    chunks into one buffer, crc32c over every chunk, and one copy of it (the payloads handed
+    over)."""
+    path, count = p.path, p.count
+    buffer = bytearray(_CHUNK)
+    copy = bytearray(_CHUNK)
+    view, target = memoryview(buffer), memoryview(copy)
+
+    def run() -> Outcome:
+        with open(path, "rb", buffering=0) as file:
+            while size := file.readinto(buffer):
+                crc32c.crc32c(view[:size])
+                target[:size] = view[:size]
+        return Outcome(count)
 
     return run
 
@@ -361,6 +440,9 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         _batched(p, TFRGEN_DATASET, "read", lambda: _dataset(p)),
         with_tf(TF_PIPELINE, "read", lambda: _tf_pipeline(p, tf)),
         with_tf(TF_RAW_READ, "read", lambda: _tf_raw_read(p, tf)),
+        _batched(p, TFRGEN_DATASET_SHARDS, "read", lambda: _dataset_shards(p, scratch)),
+        with_tf(TF_BEST_PIPELINE, "read", lambda: _tf_best_pipeline(p, tf, scratch)),
+        Contender(LIMIT, "read", _limit(p)),
         Contender(TFRGEN_READ, "read", _tfrgen_read(p)),
         Contender(TFRGEN_RAW_READ, "read", _tfrgen_raw_read(p)),
         vahidk,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import bars
-from benchmarks.contenders import Environment, contenders
+from benchmarks.contenders import BASELINES, Environment, contenders
 from benchmarks.machine import machine_info
 from benchmarks.prepare import prepare, verify
 from benchmarks.report import RunReport
@@ -30,6 +30,13 @@ class Settings:
     warmups: int
     seed: int
     data_dir: Path
+    rows: tuple[str, ...] = ()
+    """Run only the contenders whose name holds one of these (and the baselines they are compared
+    with); empty: every contender."""
+
+    def keeps(self, name: str) -> bool:
+        """Whether the contender ``name`` runs (see :attr:`rows`)."""
+        return not self.rows or any(part in name for part in self.rows)
 
 
 def _progress(message: str) -> None:
@@ -77,6 +84,11 @@ def run_workload(workload: Workload, settings: Settings, env: Environment) -> Wo
     identical = count - checked.reordered
     _progress(f"{workload.name}: verified: same messages and values as protobuf")
     entries = contenders(prepared, env)
+    if settings.rows:
+        kept = {c.name for c in entries if settings.keeps(c.name)}
+        kept |= {BASELINES[c.group] for c in entries if c.name in kept}
+        kept |= {b for c, b, _ in bars.required(workload) if c in kept}
+        entries = [c for c in entries if c.name in kept]
     try:
         seconds = measure(
             entries, count, warmups=settings.warmups, repeats=settings.repeats, where=workload.name

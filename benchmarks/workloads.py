@@ -60,7 +60,9 @@ class Workload:
     the per-step features of a ``tf.train.SequenceExample`` record (empty for an ``Example``).
     ``encode_bar``/``decode_bar`` are the least speed-ups of per-record ``encode``/``decode`` over
     protobuf the suite requires, ``batch_bar`` that of ``decode_batch`` over TensorFlow's batched
-    parse (the bars every workload shares are in :mod:`benchmarks.bars`).
+    parse, ``limit_bar`` the least fraction of the ``limit`` row's speed (reading, checking and
+    copying the file's bytes) the single-threaded ``Dataset`` must reach (the bars every workload
+    shares are in :mod:`benchmarks.bars`).
     """
 
     name: str
@@ -74,6 +76,7 @@ class Workload:
     encode_bar: float | None = None
     decode_bar: float | None = None
     batch_bar: float | None = None
+    limit_bar: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +203,7 @@ WORKLOADS: tuple[Workload, ...] = (
         encode_bar=3.0,
         decode_bar=2.0,
         batch_bar=1.0,
+        limit_bar=0.7,
     ),
     Workload(
         name="sequence",

@@ -35,7 +35,13 @@ def _info(name: str, dtype: str, wire_list: str, shape: tuple[int | None, ...]) 
 
 
 def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path: Path) -> None:
-    from benchmarks.contenders import NAMES, TFRGEN_DATASET, TFRGEN_DECODE_BATCH, VAHIDK_READ
+    from benchmarks.contenders import (
+        NAMES,
+        TFRGEN_DATASET,
+        TFRGEN_DATASET_SHARDS,
+        TFRGEN_DECODE_BATCH,
+        VAHIDK_READ,
+    )
     from benchmarks.workloads import BY_NAME, Skip, load
 
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
@@ -48,7 +54,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
     command += ["--quick", "--workloads", "customer,sequence"]
     command += ["--json", str(out_json), "--markdown", str(out_md)]
     command += ["--data-dir", str(tmp_path / "data")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     table = done.stdout
     for name in NAMES:
@@ -72,13 +78,16 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
             if name == VAHIDK_READ and not vahidk_installed:
                 assert "not installed" in row["skipped"]
                 continue
-            if name in (TFRGEN_DECODE_BATCH, TFRGEN_DATASET) and not columnar:
+            if (
+                name in (TFRGEN_DECODE_BATCH, TFRGEN_DATASET, TFRGEN_DATASET_SHARDS)
+                and not columnar
+            ):
                 assert "has no decode_batch" in row["skipped"]
                 continue
             assert row["skipped"] is None, (where, row)
             assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
         assert f"| {where} | tfr-gen decode |" in out_md.read_text()
-    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 6 + ["sequence"] * 6
+    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 7 + ["sequence"] * 7
     for bar in report["bars"]:
         assert bar["verdict"] in ("PASS", "FAIL") or bar["baseline"] == VAHIDK_READ, bar
 
@@ -203,9 +212,11 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     from benchmarks.contenders import (
         PROTOBUF_BUILD,
         PROTOBUF_PARSE,
+        TF_BEST_PIPELINE,
         TF_PIPELINE,
         TF_WRITE,
         TFRGEN_DATASET,
+        TFRGEN_DATASET_SHARDS,
         TFRGEN_DECODE,
         TFRGEN_DECODE_BATCH,
         TFRGEN_ENCODE,
@@ -232,6 +243,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         (TFRGEN_DECODE_BATCH, TF_PIPELINE, None, "SKIP"),
         (TFRGEN_DATASET, TF_PIPELINE, None, "SKIP"),
         (TFRGEN_DATASET, VAHIDK_READ, None, "SKIP"),
+        (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, None, "SKIP"),
         (TFRGEN_WRITE, TF_WRITE, None, "SKIP"),
     ]
     rows += (
