@@ -258,6 +258,7 @@ class Dataset(Generic[T]):
         """Set while a resumed iteration re-reads what was read before: nothing is reported twice."""
         self._counter = EpochCounter()
         self._resume: Position | None = None
+        self._resume_shard: Shard | None = None
         self._at: list[int] | None = None
         """The running iteration's ``[epoch, consumed, stop]`` (``stop`` -1: without end)."""
         self._sizes: tuple[int, ...] | None = None
@@ -453,11 +454,18 @@ class Dataset(Generic[T]):
             self._resume = None
         else:
             self._resume = Position(epoch, consumed, stop)
+            self._resume_shard = shard
 
     def __iter__(self) -> Iterator[T]:
         shard = self.shard()
         slot = _worker_slot()
         resume, self._resume = self._resume, None
+        if resume is not None and self._resume_shard != shard:
+            raise TfrGenError(
+                f"Dataset: a state of shard {self._resume_shard} was loaded, but this iteration reads"
+                f" {shard}: a state loaded in the main process does not fit DataLoader workers; use"
+                " torchdata's StatefulDataLoader, which loads each worker's state in the worker"
+            )
         if resume is None:
             start = self._counter.claim(slot, self.epochs)
             resume = Position(start, 0, None if self.epochs is None else start + self.epochs)

@@ -290,3 +290,20 @@ def test_a_state_of_other_data_is_refused(module: ModuleType, tmp_path: Path) ->
     write_tfrecord(paths[0], [item(module, 0).encode()])
     with pytest.raises(TfrGenError, match="saved for other data: its files"):
         dataset(module, paths, shuffle_buffer=7, seed=3).load_state_dict(state)
+
+
+def test_a_state_loaded_in_the_main_process_is_refused_by_dataloader_workers(
+    module: ModuleType, tmp_path: Path
+) -> None:
+    paths = write_shards(module, tmp_path)
+    data = dataset(module, paths, seed=3)
+    batches = iter(data)
+    next(batches)
+    state = data.state_dict()
+    assert (state["epoch"], state["consumed"]) == (0, 4)
+    rebuilt = dataset(module, paths, seed=3)
+    rebuilt.load_state_dict(state)  # fits this process's shard, not the workers'
+    with pytest.raises(
+        Exception, match="does not fit DataLoader workers; use torchdata's Stateful"
+    ):
+        ids(loader(rebuilt, 2))
