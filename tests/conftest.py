@@ -60,6 +60,42 @@ def tf() -> Any:
     return _import_tensorflow()
 
 
+def _import_extra(name: str) -> Any:
+    """An optional dependency of the test extra (skips outside CI when it is missing; fails in CI)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is required in CI but cannot be imported: {exc!r}", pytrace=False)
+        pytest.skip(f"{name} is not installed ({exc!r}); install the 'test' extra to run this test")
+
+
+@pytest.fixture(scope="session")
+def pa() -> Any:
+    """The ``pyarrow`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("pyarrow")
+
+
+@pytest.fixture(scope="session")
+def pq() -> Any:
+    """The ``pyarrow.parquet`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("pyarrow.parquet")
+
+
+@pytest.fixture(scope="session")
+def pd() -> Any:
+    """The ``pandas`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("pandas")
+
+
+@pytest.fixture(scope="session")
+def pl() -> Any:
+    """The ``polars`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("polars")
+
+
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The generated matrix module (one record per list dtype and shape form, plus ``Edges``)."""

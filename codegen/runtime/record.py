@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Self, TypeVar, Unpack, cast, overload
 
 from codegen.errors import RecordError, TfrGenError
+from codegen.runtime.codec.arrow import ArrowSchema, arrow_schema, arrow_table, column_form
+from codegen.runtime.codec.arrow import from_arrow as columns_from_arrow
+from codegen.runtime.codec.arrow import to_arrow as columns_to_arrow
 from codegen.runtime.codec.batch import BatchCodec
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.info import FeatureSpec
@@ -39,6 +42,7 @@ from codegen.runtime.data.manifest import Manifest, load_manifest
 from codegen.runtime.data.random_access import RandomAccess
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
+from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression, CompressionArg
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.indexed import IndexedRecords
@@ -52,6 +56,9 @@ from codegen.runtime.tf.proto import ProtoMessage, message_bytes
 __all__ = ["Batch", "ExampleRecord", "Record", "RecordMeta", "Schema", "SequenceRecord"]
 
 B = TypeVar("B", bound="Batch[Any]")
+Columns = Any
+"""Records as columns: a ``pyarrow.Table`` or ``RecordBatch``, a ``pandas.DataFrame`` or a ``polars.DataFrame``
+(optional dependencies, hence untyped here)."""
 P = TypeVar("P")
 R = TypeVar("R", bound="Record[Any, Any]")
 
@@ -88,6 +95,7 @@ class RecordMeta:
         "record",
         "batch",
         "_batch_codec",
+        "_arrow",
     )
 
     def __init__(
@@ -113,6 +121,23 @@ class RecordMeta:
         self.record: type[Record[Any, Any]] | None = None
         self.batch: type[Batch[Any]] | None = None
         self._batch_codec: BatchCodec | None = None
+        self._arrow: ArrowSchema | None = None
+
+    @property
+    def arrow(self) -> ArrowSchema:
+        """What the record's Arrow schema is made of (see :mod:`codegen.runtime.codec.arrow`)."""
+        if self._arrow is None:
+            schema = self.schema
+            forms = tuple(column_form(codec) for codec in self.codecs)
+            self._arrow = ArrowSchema(
+                schema.module,
+                self.name,
+                schema.version,
+                schema.fingerprint,
+                schema.canonical,
+                forms,
+            )
+        return self._arrow
 
     @property
     def batch_codec(self) -> BatchCodec:
@@ -230,12 +255,46 @@ class Record(Generic[B, P]):
             yield record.encode()
 
     @classmethod
+    def _serialized(cls, records: Iterable[Self] | Columns, what: str) -> Iterable[bytes]:
+        """The bytes of records given one by one, or as columns (see :meth:`encode_batch`)."""
+        if isinstance(records, Batch) or arrow_table(records) is not None:
+            return cls.encode_batch(records)
+        return cls._encoded(cast("Iterable[Self]", records), what)
+
+    @classmethod
+    def encode_batch(cls, data: B | Columns) -> list[bytes]:
+        """Serialize records given as columns: a batch of this record, an Arrow table or record batch, or a pandas
+        or polars data frame (columns named as the attributes, see :meth:`Batch.from_arrow`). The bytes are those
+        of each record's :meth:`encode`; values are checked as the constructor checks them, and an error names
+        the row and the column."""
+        batch_class = cls.__tfr__.batch_class()
+        if isinstance(data, batch_class):
+            return data.encode()
+        if isinstance(data, Batch):
+            raise RecordError(
+                f"{cls.__name__}.encode_batch: got a {type(data).__name__}, not a {batch_class.__name__}"
+            )
+        return batch_class.from_arrow(data).encode()
+
+    @classmethod
+    def arrow_schema(cls) -> Any:
+        """The ``pyarrow.Schema`` of this record's batches (:meth:`Batch.to_arrow`): a field per attribute, fixed
+        dimensions as fixed-size lists, ``null`` ones as large lists, optional features nullable; field metadata
+        holds each Example key and the schema fingerprint (needs the ``arrow`` extra)."""
+        return arrow_schema(cls.__tfr__.arrow)
+
+    @classmethod
     def write_tfrecord(
-        cls, path: PathLike, records: Iterable[Self], *, compression: CompressionArg = None
+        cls,
+        path: PathLike,
+        records: Iterable[Self] | Columns,
+        *,
+        compression: CompressionArg = None,
     ) -> int:
-        """Write records to a TFRecord file (atomically); returns how many were written."""
+        """Write records (one by one, or as columns: see :meth:`encode_batch`) to a TFRecord file (atomically);
+        returns how many were written."""
         return write_tfrecord(
-            path, cls._encoded(records, "write_tfrecord"), compression=compression
+            path, cls._serialized(records, "write_tfrecord"), compression=compression
         )
 
     @classmethod
@@ -260,7 +319,7 @@ class Record(Generic[B, P]):
     def write_dataset(
         cls,
         directory: PathLike,
-        records: Iterable[Self],
+        records: Iterable[Self] | Columns,
         *,
         shards: int | None = None,
         max_records_per_shard: int | None = None,
@@ -268,10 +327,11 @@ class Record(Generic[B, P]):
         prefix: str | None = None,
         overwrite: bool = False,
     ) -> Manifest:
-        """Write records as shards ``<prefix>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema."""
+        """Write records (one by one, or as columns: see :meth:`encode_batch`) as shards
+        ``<prefix>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema."""
         return write_dataset(
             directory,
-            cls._encoded(records, "write_dataset"),
+            cls._serialized(records, "write_dataset"),
             schema=cls.__tfr__.info,
             shards=shards,
             max_records_per_shard=max_records_per_shard,
@@ -363,6 +423,7 @@ class Record(Generic[B, P]):
             cls.__tfr__.batch_class().decode,
             schema=cls.__tfr__.info,
             batch_size=batch_size,
+            arrow_schema=cls.arrow_schema,
             drop_remainder=drop_remainder,
             **options,
         )
@@ -445,6 +506,53 @@ class Batch(Generic[R]):
     def to_dict(self) -> dict[str, Any]:
         """Every column by attribute name: numpy arrays, lists, ``Ragged`` and ``Masked`` columns."""
         return {name: getattr(self, name) for name in self.__tfr__.names}
+
+    def encode(self) -> list[bytes]:
+        """Each record's serialized bytes, as its ``encode()`` gives them. Values are checked as the record's
+        constructor checks them; :class:`~codegen.errors.RecordError` names the row and the column."""
+        meta = self.__tfr__
+        record = meta.record_class()
+        names = meta.names
+        out = []
+        for index, values in enumerate(meta.batch_codec.rows(self.columns())):
+            try:
+                built = record(**dict(zip(names, values, strict=True)))
+            except RecordError as exc:
+                raise RecordError(f"{type(self).__name__} row {index}: {exc}") from None
+            out.append(built.encode())
+        return out
+
+    def to_arrow(self) -> Any:
+        """The batch as a ``pyarrow.RecordBatch`` of :meth:`Record.arrow_schema`: numeric columns are handed over
+        without copying their numbers (bools excepted: Arrow packs them into bits). Needs the ``arrow`` extra."""
+        return columns_to_arrow(self.__tfr__.arrow, self.columns())
+
+    @classmethod
+    def from_arrow(cls, data: Columns) -> Self:
+        """The batch of an Arrow table or record batch, or a pandas or polars data frame, with a column per
+        attribute. Every column is checked against the record: its type (fixed dimensions may come as lists of
+        that length, integers in another width if every value fits, strings as UTF-8 binary), and nulls only in
+        optional features; :class:`~codegen.errors.RecordError` names the column, the row and the mismatch."""
+        table = arrow_table(data)
+        if table is None:
+            raise RecordError(
+                f"{cls.__name__}.from_arrow: expected a pyarrow Table or RecordBatch, or a pandas or polars "
+                f"DataFrame, got {type(data).__name__}"
+            )
+        meta = cls.__tfr__
+        return cls(*columns_from_arrow(meta.name, meta.arrow.forms, table))
+
+    def to_pandas(self) -> Any:
+        """The batch as a ``pandas.DataFrame`` (through :meth:`to_arrow`; needs the ``arrow`` and ``pandas``
+        extras)."""
+        optional_module("pandas", f"{type(self).__name__}.to_pandas")
+        return self.to_arrow().to_pandas()
+
+    def to_polars(self) -> Any:
+        """The batch as a ``polars.DataFrame`` (through :meth:`to_arrow`; needs the ``arrow`` and ``polars``
+        extras)."""
+        polars = optional_module("polars", f"{type(self).__name__}.to_polars")
+        return polars.from_arrow(self.to_arrow())
 
 
 def _short(value: object) -> str:

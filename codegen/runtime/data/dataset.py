@@ -74,6 +74,7 @@ from codegen.runtime.accel import speedups
 from codegen.runtime.data.position import EpochCounter, Position
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.sources import Files, Source, count_records, find_sources
+from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.reader import TFRecordReader
@@ -122,6 +123,12 @@ class ColumnBatch(Protocol):
     """What a batch class offers the torch adapter: its columns by attribute name."""
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+class ArrowBatch(Protocol):
+    """What a batch class offers the Arrow reader."""
+
+    def to_arrow(self) -> Any: ...
 
 
 class DatasetOptions(TypedDict, total=False):
@@ -206,6 +213,7 @@ class Dataset(Generic[T]):
         check_schema: bool = True,
         count: bool = False,
         equal_batches: EqualBatches | None = None,
+        arrow_schema: Callable[[], Any] | None = None,
     ) -> None:
         if decode_batch is None:
             if batch_size is not None or drop_remainder:
@@ -262,6 +270,7 @@ class Dataset(Generic[T]):
         self._at: list[int] | None = None
         """The running iteration's ``[epoch, consumed, stop]`` (``stop`` -1: without end)."""
         self._sizes: tuple[int, ...] | None = None
+        self._arrow_schema = arrow_schema
 
     @property
     def skipped(self) -> SkipCounts:
@@ -530,6 +539,22 @@ class Dataset(Generic[T]):
 
         return TorchBatches(self, _to_dict)
 
+    def to_arrow_reader(self) -> Any:
+        """A ``pyarrow.RecordBatchReader`` streaming the batches as Arrow record batches (numbers not copied; see
+        ``Batch.to_arrow``), one epoch after another as iteration runs them. Needs the ``arrow`` extra."""
+        if self._decode_batch is None or self._arrow_schema is None:
+            raise TfrGenError(
+                "Dataset.to_arrow_reader needs a dataset of a record's batches: give a batch_size"
+            )
+        pa = optional_module("pyarrow", "Dataset.to_arrow_reader")
+        schema = self._arrow_schema()
+        batches = (cast("ArrowBatch", batch).to_arrow() for batch in self)
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def to_arrow(self) -> Any:
+        """Every batch as one ``pyarrow.Table`` (all in memory: :meth:`to_arrow_reader` streams)."""
+        return self.to_arrow_reader().read_all()
+
     # --- decoding --------------------------------------------------------------------------------
 
     def _records(self, chunk: list[_Raw], offsets: _Offsets) -> list[T]:
@@ -771,11 +796,13 @@ def record_dataset(
     batch_size: int | None,
     schema: SchemaInfo | None = None,
     drop_remainder: bool = False,
+    arrow_schema: Callable[[], Any] | None = None,
     **options: Unpack[DatasetOptions],
 ) -> Dataset[Any]:
     """What a record class's ``dataset`` returns: batches of ``batch_size`` records decoded by
     ``decode_batch``, or (``batch_size=None``) records decoded one by one by ``decode``; manifests
-    are checked against ``schema``, the record's."""
+    are checked against ``schema``, the record's; ``arrow_schema`` gives the Arrow schema of the
+    batches (:meth:`Dataset.to_arrow_reader`)."""
     return Dataset(
         files,
         decode,
@@ -783,6 +810,7 @@ def record_dataset(
         batch_size=batch_size,
         drop_remainder=drop_remainder,
         schema=schema,
+        arrow_schema=arrow_schema,
         **options,
     )
 
