@@ -97,6 +97,12 @@ def pl() -> Any:
 
 
 @pytest.fixture(scope="session")
+def duckdb() -> Any:
+    """The ``duckdb`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("duckdb")
+
+
+@pytest.fixture(scope="session")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The generated matrix module (one record per list dtype and shape form, plus ``Edges``)."""
     from support.matrix import build_matrix

@@ -21,7 +21,12 @@ from codegen.runtime.codec import registry
 from codegen.runtime.codec.batch import BatchCodec
 from codegen.runtime.codec.features import NO_DEFAULT, Codec
 from codegen.runtime.codec.plan import example_decoder
-from codegen.runtime.codec.wire import parse_example, parse_sequence_example
+from codegen.runtime.codec.wire import (
+    example,
+    parse_example,
+    parse_sequence_example,
+    sequence_example,
+)
 
 __all__ = ["DynamicRecord", "build_codec", "load_record", "select_record"]
 
@@ -66,6 +71,33 @@ class DynamicRecord:
         self._decode = example_decoder(
             record.name, self.codecs, self.sequence_codecs if self.is_sequence else None
         )
+        by_name = {codec.name: codec for codec in (*self.codecs, *self.sequence_codecs)}
+        self._wire = tuple(
+            tuple((by_name[f.name], part) for _, f, part in RecordIR.wire_order(features))
+            for features in (record.features, record.sequence)
+        )
+
+    def encode(self, values: Mapping[str, Any]) -> bytes:
+        """The serialized record of attribute -> value, checked as the generated constructor checks values
+        (:class:`~codegen.errors.RecordError` names the attribute) and written as its ``encode`` writes it."""
+        coerced: dict[str, Any] = {}
+        for codec in self.codecs:
+            value = values[codec.name]
+            coerced[codec.name] = (
+                codec.coerce_optional(value) if codec.optional else codec.coerce(value)
+            )
+        for codec in self.sequence_codecs:
+            coerced[codec.name] = codec.coerce(values[codec.name])
+        features, lists = (
+            [
+                codec.entry(coerced[codec.name])
+                if part == 0
+                else codec.part(coerced[codec.name], part)
+                for codec, part in order
+            ]
+            for order in self._wire
+        )
+        return sequence_example(features, lists) if self.is_sequence else example(features)
 
     @functools.cached_property
     def batch_codec(self) -> BatchCodec:

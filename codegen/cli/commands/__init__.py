@@ -58,6 +58,11 @@ COMMANDS: tuple[Command, ...] = (
         "statistics of TFRecord files per key: presence, list kinds, counts, ranges, lengths",
     ),
     Command(
+        "convert",
+        "convert",
+        "convert TFRecord files or a dataset to Parquet and back, decoded by a schema",
+    ),
+    Command(
         "index",
         "index",
         "write FILE.index (record offsets) beside uncompressed TFRecord files, for random access",

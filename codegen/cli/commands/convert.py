@@ -1,0 +1,88 @@
+"""``tfr-gen convert SCHEMA IN... OUT``: TFRecord files, a glob or a dataset directory to Parquet, or back.
+
+The direction follows the suffixes (``OUT.parquet``: to Parquet; ``IN.parquet``: to TFRecord) or ``--to``. The
+records are decoded and encoded by the schema's record (``--record`` when it has several), streaming a batch
+at a time with a progress bar on a terminal; the output appears whole or not at all. The Parquet file keeps the
+schema (and a dataset's manifest) in its metadata, and converting it back checks that this schema reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
+from codegen.cli.commands.messages import Messages
+from codegen.errors import MissingExtraError
+from codegen.tools.convert import Converter, parquet_to_tfrecord, tfrecord_to_parquet
+
+NAME = "convert"
+
+_PARQUET = (".parquet", ".pq")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("schema", metavar="SCHEMA", help="the schema file of the records")
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="IN",
+        help="TFRecord files, glob patterns or one dataset directory; or Parquet files",
+    )
+    parser.add_argument(
+        "output",
+        metavar="OUT",
+        help="the Parquet or TFRecord file to write (.gz/.zlib: compressed)",
+    )
+    parser.add_argument(
+        "--record", metavar="NAME", help="the schema's record (default: its only one)"
+    )
+    parser.add_argument(
+        "--to",
+        choices=("parquet", "tfrecord"),
+        help="what to write (default: by the suffixes of OUT and IN)",
+    )
+    parser.add_argument(
+        "--parquet-compression",
+        default="snappy",
+        choices=("snappy", "zstd", "gzip", "lz4", "brotli", "none"),
+        help="the Parquet codec (default: snappy)",
+    )
+
+
+def _direction(args: argparse.Namespace) -> str | None:
+    if args.to:
+        return str(args.to)
+    if args.output.endswith(_PARQUET):
+        return "parquet"
+    if all(path.endswith(_PARQUET) for path in args.inputs):
+        return "tfrecord"
+    return None
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    say = Messages(NAME, err)
+    direction = _direction(args)
+    if direction is None:
+        say.error(
+            f"cannot tell the direction from {args.output!r}: name OUT .parquet, or give --to"
+        )
+        return EXIT_ERROR
+    try:
+        converter = Converter(args.schema, args.record)
+        if direction == "parquet":
+            compression = args.parquet_compression
+            done = tfrecord_to_parquet(
+                converter,
+                args.inputs,
+                args.output,
+                compression="none" if compression == "none" else compression,
+                progress=err,
+            )
+        else:
+            done = parquet_to_tfrecord(converter, args.inputs, args.output, progress=err)
+    except MissingExtraError as exc:
+        say.error(str(exc))
+        return EXIT_ERROR
+    say.summary(f"wrote {done.records:,} records to {args.output} ({done.bytes:,} bytes)")
+    return EXIT_OK

@@ -1,0 +1,208 @@
+"""TFRecord files (or a dataset directory) to Parquet and back, decoded by a schema at run time.
+
+Both directions stream: records are read a reader buffer at a time (:class:`~codegen.tools.scan.Scanner`),
+decoded into columns (:class:`~codegen.runtime.codec.batch.BatchCodec`) and written as one Arrow record batch
+each; Parquet is read a row group batch at a time and encoded column by column. Memory stays bounded by a batch
+whatever the size of the data. The output appears whole or not at all (a temporary file renamed at the end).
+
+The Parquet file's schema metadata names the record's schema (module, record, version, fingerprint, canonical
+form: :func:`~codegen.runtime.codec.arrow.arrow_schema`) and, when the input was a dataset, its manifest
+(``tfr.manifest``). Converting Parquet back checks that metadata: data written with another schema must be
+readable by this one (:func:`~codegen.runtime.data.schemainfo.check_readable`); Parquet without it is checked
+column by column only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from codegen.errors import DataError, RecordError, TfrGenError
+from codegen.generator.load import load_schema
+from codegen.runtime.codec.arrow import (
+    CANONICAL,
+    FINGERPRINT,
+    MODULE,
+    RECORD,
+    VERSION,
+    ArrowSchema,
+    arrow_schema,
+    column_form,
+    from_arrow,
+    to_arrow,
+)
+from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.data.manifest import load_manifest
+from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
+from codegen.runtime.extras import optional_module
+from codegen.runtime.io.writer import AtomicFile, TFRecordWriter
+from codegen.tools.dynamic import DynamicRecord, select_record
+from codegen.tools.progress import Progress
+from codegen.tools.scan import Scanner, expand_inputs
+
+__all__ = ["MANIFEST", "Converted", "Converter", "parquet_to_tfrecord", "tfrecord_to_parquet"]
+
+MANIFEST = b"tfr.manifest"
+"""The Parquet schema metadata key of the manifest of the dataset a file was converted from."""
+
+
+@dataclass(frozen=True, slots=True)
+class Converted:
+    """What a conversion wrote: records and output bytes."""
+
+    records: int
+    bytes: int
+
+
+class Converter:
+    """The record ``name`` (or the only one) of the schema file at ``schema_path``, with its Arrow schema."""
+
+    def __init__(self, schema_path: str, name: str | None) -> None:
+        schema = load_schema(Path(schema_path))
+        ir = select_record(schema, name)
+        self.record = DynamicRecord(ir)
+        codecs = (*self.record.codecs, *self.record.sequence_codecs)
+        self.info = SchemaInfo(
+            schema.module, ir.name, schema.version, schema.fingerprint, schema.canonical
+        )
+        self.arrow = ArrowSchema(
+            schema.module,
+            ir.name,
+            schema.version,
+            schema.fingerprint,
+            schema.canonical,
+            tuple(column_form(codec) for codec in codecs),
+        )
+
+    @property
+    def batch_codec(self) -> BatchCodec:
+        return self.record.batch_codec
+
+
+def _inputs(arguments: Sequence[str], converter: Converter) -> tuple[list[str], bytes | None]:
+    """The TFRecord files named (a dataset directory: its shards, after checking its schema), and the
+    manifest of a dataset as JSON."""
+    if len(arguments) == 1 and os.path.isdir(arguments[0]):
+        manifest = load_manifest(arguments[0])
+        check_readable(manifest.schema, converter.info, source=arguments[0])
+        return list(manifest.paths), manifest.to_text().encode("utf-8")
+    return expand_inputs(arguments), None
+
+
+def tfrecord_to_parquet(
+    converter: Converter,
+    inputs: Sequence[str],
+    output: str,
+    *,
+    compression: str = "snappy",
+    progress: TextIO | None = None,
+) -> Converted:
+    """Convert TFRecord files (paths, globs, or one dataset directory) to the Parquet file ``output``."""
+    pa = optional_module("pyarrow", "tfr-gen convert")
+    pq = optional_module("pyarrow.parquet", "tfr-gen convert")
+    paths, manifest = _inputs(inputs, converter)
+    schema = arrow_schema(converter.arrow)
+    if manifest is not None:
+        schema = schema.with_metadata({**schema.metadata, MANIFEST: manifest})
+    codec = converter.batch_codec
+    records = 0
+    scanner = Scanner(paths, on_error="raise", progress=progress, label="convert")
+    with AtomicFile(output) as sink:
+        # pyarrow writes the temporary file through its own handle; leaving the block syncs and
+        # renames it (or deletes it after an error).
+        writer = pq.ParquetWriter(sink.temporary, schema, compression=compression)
+        try:
+            with scanner:
+                for batch in scanner.batches():
+                    try:
+                        columns = codec.decode(batch.records)
+                    except RecordError:
+                        columns = _decode_each(converter, batch)
+                    table = to_arrow(converter.arrow, columns)
+                    writer.write_batch(pa.RecordBatch.from_arrays(table.columns, schema=schema))
+                    records += len(batch)
+        finally:
+            writer.close()
+    return Converted(records, os.path.getsize(output))
+
+
+def _decode_each(converter: Converter, batch: Any) -> tuple[Any, ...]:
+    """Decode the records of a batch one by one: the first that does not decode raises a
+    :class:`DataError` naming its file, index and offset."""
+    for item in batch:
+        try:
+            converter.record.decode(item.data)
+        except RecordError as exc:
+            raise DataError(
+                str(exc), path=item.path, index=item.index, offset=item.offset
+            ) from None
+    return converter.batch_codec.decode(batch.records)
+
+
+def _parquet_schema_check(
+    converter: Converter, metadata: dict[bytes, bytes] | None, path: str
+) -> None:
+    """Refuse Parquet data written with a schema this record cannot read."""
+    if not metadata or FINGERPRINT not in metadata or CANONICAL not in metadata:
+        return
+    writer = SchemaInfo(
+        metadata.get(MODULE, b"").decode("utf-8"),
+        metadata.get(RECORD, b"").decode("utf-8"),
+        int(metadata.get(VERSION, b"0")),
+        metadata[FINGERPRINT].decode(),
+        metadata[CANONICAL].decode("utf-8"),
+    )
+    check_readable(writer, converter.info, source=path)
+
+
+def parquet_to_tfrecord(
+    converter: Converter,
+    inputs: Sequence[str],
+    output: str,
+    *,
+    batch_rows: int = 8192,
+    progress: TextIO | None = None,
+) -> Converted:
+    """Convert Parquet files (paths or globs) to the TFRecord file ``output`` (``.gz``/``.zlib``: compressed)."""
+    pq = optional_module("pyarrow.parquet", "tfr-gen convert")
+    paths = expand_inputs(inputs)
+    files = [pq.ParquetFile(path) for path in paths]
+    for path, file in zip(paths, files, strict=True):
+        _parquet_schema_check(converter, file.schema_arrow.metadata, path)
+    rows = sum(file.metadata.num_rows for file in files)
+    size = sum(os.path.getsize(path) for path in paths)
+    bar = None if progress is None else Progress(progress, size, label="convert")
+    names = [form.name for form in converter.arrow.forms]
+    records = 0
+    with TFRecordWriter(output, compression="auto") as writer:
+        for path, file in zip(paths, files, strict=True):
+            start = 0
+            for table in file.iter_batches(batch_size=batch_rows, columns=names):
+                for data in _encoded_rows(converter, table, path, start):
+                    writer.write(data)
+                start += table.num_rows
+                records += table.num_rows
+                if bar is not None:
+                    bar.update(size * records // max(rows, 1), records)
+    if bar is not None:
+        bar.clear()
+    return Converted(records, os.path.getsize(output))
+
+
+def _encoded_rows(converter: Converter, table: Any, path: str, start: int) -> Iterator[bytes]:
+    """The serialized records of one Arrow batch read from ``path`` at row ``start``."""
+    record = converter.record
+    try:
+        columns = from_arrow(record.name, converter.arrow.forms, table)
+        rows = converter.batch_codec.rows(columns)
+    except RecordError as exc:
+        raise TfrGenError(f"{path}: rows from {start}: {exc}") from None
+    encode = record.encode
+    for index, values in enumerate(rows):
+        try:
+            yield encode(dict(zip(record.names, values, strict=True)))
+        except RecordError as exc:
+            raise TfrGenError(f"{path}: row {start + index}: {exc}") from None
