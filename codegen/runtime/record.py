@@ -38,6 +38,7 @@ from codegen.runtime.codec.info import FeatureSpec
 from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
 from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, record_dataset
+from codegen.runtime.data.frames import scan_polars
 from codegen.runtime.data.manifest import Manifest, load_manifest
 from codegen.runtime.data.random_access import RandomAccess
 from codegen.runtime.data.schemainfo import SchemaInfo
@@ -282,6 +283,14 @@ class Record(Generic[B, P]):
         dimensions as fixed-size lists, ``null`` ones as large lists, optional features nullable; field metadata
         holds each Example key and the schema fingerprint (needs the ``arrow`` extra)."""
         return arrow_schema(cls.__tfr__.arrow)
+
+    @classmethod
+    def scan_polars(cls, files: Files, *, batch_size: int = 65536) -> Any:
+        """A ``polars.LazyFrame`` over TFRecord files (paths or globs, read in sorted order), one column per
+        attribute as :meth:`Batch.to_polars` gives them. Only the features of the columns a query uses are decoded
+        (projection pushdown) and reading stops once a ``head``/``limit`` has its rows; filters run on each batch of
+        ``batch_size`` records. Needs the ``arrow`` and ``polars`` extras."""
+        return scan_polars(cls.__tfr__, files, batch_size=batch_size)
 
     @classmethod
     def write_tfrecord(
