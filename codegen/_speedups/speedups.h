@@ -17,6 +17,9 @@
 /* frames.c: TFRecord framing (frame_records, scan_frames) and crc32c. */
 extern PyMethodDef tfr_frames_methods[];
 
+/* encode.c: encode_examples, many Examples serialized from columns. */
+extern PyMethodDef tfr_encode_methods[];
+
 /* varint.c: decode_varints, a test hook for the loop below. */
 extern PyMethodDef tfr_varint_methods[];
 

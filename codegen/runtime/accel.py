@@ -84,6 +84,11 @@ class Speedups(Protocol):
         a memoryview, any shape), like ``varint.encode_packed_int64``."""
         ...
 
+    def encode_examples(self, count: int, entries: tuple[tuple[Any, ...], ...], /) -> list[bytes]:
+        """``count`` serialized Examples from columns: one ``(key_field, kind, values, offsets, present)``
+        entry per feature, in map order (``codegen/_speedups/encode.c``; used by ``codec/encode.py``)."""
+        ...
+
     def ExamplePlan(  # noqa: N802  (a class of the extension)
         self,
         keys: tuple[bytes, ...],

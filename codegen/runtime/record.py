@@ -33,6 +33,7 @@ from codegen.runtime.codec.arrow import ArrowSchema, arrow_schema, arrow_table, 
 from codegen.runtime.codec.arrow import from_arrow as columns_from_arrow
 from codegen.runtime.codec.arrow import to_arrow as columns_to_arrow
 from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.codec.encode import BatchEncoder
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.info import FeatureSpec
 from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
@@ -97,6 +98,7 @@ class RecordMeta:
         "batch",
         "_batch_codec",
         "_arrow",
+        "_batch_encoder",
     )
 
     def __init__(
@@ -123,6 +125,14 @@ class RecordMeta:
         self.batch: type[Batch[Any]] | None = None
         self._batch_codec: BatchCodec | None = None
         self._arrow: ArrowSchema | None = None
+        self._batch_encoder: BatchEncoder | None = None
+
+    @property
+    def batch_encoder(self) -> BatchEncoder:
+        """The columnar encoder of the record's batches (built on first use)."""
+        if self._batch_encoder is None:
+            self._batch_encoder = BatchEncoder(self.features, self.sequence is not None)
+        return self._batch_encoder
 
     @property
     def arrow(self) -> ArrowSchema:
@@ -520,10 +530,14 @@ class Batch(Generic[R]):
         """Each record's serialized bytes, as its ``encode()`` gives them. Values are checked as the record's
         constructor checks them; :class:`~codegen.errors.RecordError` names the row and the column."""
         meta = self.__tfr__
+        columns = self.columns()
+        fast = meta.batch_encoder.encode(columns, meta.batch_codec.check(columns))
+        if fast is not None:
+            return fast
         record = meta.record_class()
         names = meta.names
         out = []
-        for index, values in enumerate(meta.batch_codec.rows(self.columns())):
+        for index, values in enumerate(meta.batch_codec.rows(columns)):
             try:
                 built = record(**dict(zip(names, values, strict=True)))
             except RecordError as exc:

@@ -51,7 +51,7 @@ from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.codec.varint import decode_packed_int64
 
-__all__ = ["ABSENT", "BatchCodec", "KeyScan", "scan_keys"]
+__all__ = ["ABSENT", "BatchCodec", "KeyScan", "quiet_signaling_nans", "scan_keys"]
 
 ABSENT = 255
 """The kind :class:`KeyScan` gives a record without the key (0 is a ``Feature`` with no list)."""
@@ -261,7 +261,7 @@ def _numbers(scan: KeyScan, dtype: DType) -> npt.NDArray[Any]:
     return values.astype(dtype.numpy)
 
 
-def _quieted(values: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def quiet_signaling_nans(values: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """float32 values as per-record decoding gives them in a Python ``float``: widening a
     signaling NaN to a double makes it quiet (its quiet bit set), every other value is kept."""
     bits = values.view(np.uint32)
@@ -580,7 +580,7 @@ class _FixedColumn(_Column):
         if self.dtype.numeric:
             values = _numbers(scan, self.dtype).reshape(-1, *self.shape)
             if self.dtype.kind is Kind.FLOAT and not self.shape:
-                values = _quieted(values)
+                values = quiet_signaling_nans(values)
             if everyone:
                 return values
             column = np.empty((size, *self.shape), self.dtype.numpy)

@@ -1,0 +1,175 @@
+"""The columnar encoder (C ``encode_examples`` through ``codec/encode.py``) against per-record ``encode()``:
+byte for byte on every Example record whose features travel in their own lists, the fallback for everything
+else, and errors (through the constructor) that name the row and the column."""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codegen.errors import RecordError
+from codegen.runtime import accel
+from codegen.runtime.codec import encode
+from codegen.runtime.codec.columns import Masked, Ragged
+from support.matrix import matrix_yaml
+from support.modules import generate_module
+from support.paths import SCHEMAS
+from support.speedups import import_speedups
+from support.strategies import SHAPES, records_of
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
+    directory = tmp_path_factory.mktemp("encode_modules")
+    out = {
+        path.stem: generate_module(path.read_text(encoding="utf-8"), f"enc_{path.stem}", directory)
+        for path in sorted(SCHEMAS.glob("*.yaml"))
+    }
+    out["matrix"] = generate_module(matrix_yaml(), "enc_matrix", directory)
+    out["shapes"] = generate_module(SHAPES, "enc_shapes", directory)
+    return out
+
+
+def _classes(modules: dict[str, ModuleType]) -> list[Any]:
+    return [
+        getattr(module, name)
+        for module in modules.values()
+        for name in module.__all__
+        if hasattr(module, f"{name}Batch")
+    ]
+
+
+def columnar() -> None:
+    """The columnar path needs the accelerator: fails in CI without it, skips the pure-Python pass on purpose."""
+    import_speedups()
+    if accel.speedups is None:
+        pytest.skip(f"{accel.PURE_PYTHON_VARIABLE}=1: the runtime runs without the accelerator")
+
+
+def batch_class(cls: Any) -> Any:
+    return getattr(sys.modules[cls.__module__], f"{cls.__name__}Batch")
+
+
+def test_the_columnar_path_covers_list_encoded_examples(modules: dict[str, ModuleType]) -> None:
+    columnar()
+    fast = {cls.__name__ for cls in _classes(modules) if cls.__tfr__.batch_encoder.fast}
+    assert {"Customer", "Digit", "Int8Vec3", "StringRows2", "BoolScalar", "Edges"} <= fast
+    assert (
+        not {"Tensors", "Steps"} & fast
+    )  # raw and ragged features, feature lists: record by record
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_columns_encode_as_each_record(modules: dict[str, ModuleType], data: st.DataObject) -> None:
+    import_speedups()
+    cls = data.draw(st.sampled_from(_classes(modules)))
+    records = data.draw(records_of(cls))
+    batch = batch_class(cls).from_records(records)
+    expected = [record.encode() for record in records]
+    columns = batch.columns()
+    fast = cls.__tfr__.batch_encoder.encode(columns, len(records))
+    if cls.__tfr__.batch_encoder.fast:
+        assert fast == expected
+    else:
+        assert fast is None
+    assert cls.encode_batch(batch) == expected
+    decoded = cls.decode_batch(expected)  # views of the accelerator's buffers, strings as lists
+    assert cls.encode_batch(decoded) == expected
+
+
+def test_signaling_nans_of_float_scalars_are_quieted_as_records_do(
+    modules: dict[str, ModuleType],
+) -> None:
+    import_speedups()
+    scalar = modules["matrix"].Float32Scalar
+    bits = np.array([0x7F800001, 0x7FC00001, 0xFF800123], np.uint32)
+    values = bits.view(np.float32)
+    batch = batch_class(scalar)(
+        req=values, dflt=values.copy(), opt=Masked(values, np.ones(3, bool))
+    )
+    assert scalar.encode_batch(batch) == [r.encode() for r in batch.records()]
+    vec = modules["matrix"].Float32Vec3
+    tensors = np.repeat(values[:, None], 3, axis=1)
+    vec_batch = batch_class(vec)(req=tensors, dflt=tensors, opt=Masked(tensors, np.ones(3, bool)))
+    assert vec.encode_batch(vec_batch) == [r.encode() for r in vec_batch.records()]
+
+
+def test_columns_in_other_forms_go_through_the_constructor(modules: dict[str, ModuleType]) -> None:
+    columnar()
+    customer = modules["customer"].Customer
+    encoder = customer.__tfr__.batch_encoder
+    good = dict(
+        age=np.array([1, 2]),
+        movie=Ragged(["a", "b"], np.array([0, 1, 2])),
+        movie_ratings=Ragged(np.array([1.0, 2.0], np.float32), np.array([0, 1, 2])),
+        suggestion=["x", "y"],
+        suggestion_purchased=np.zeros(2, np.float32),
+        purchase_price=np.zeros(2, np.float32),
+    )
+    assert encoder.encode(tuple(good.values()), 2) is not None
+    expected = customer.encode_batch(batch_class(customer)(**good))
+    for name, other in {
+        "age": np.array([1.0, 2.0]),  # floats for an int64 feature
+        "suggestion": ("x", "y"),  # a tuple
+        "movie_ratings": Ragged([1.0, 2.0], np.array([0, 1, 2])),  # a list of floats
+    }.items():
+        columns = tuple(other if key == name else value for key, value in good.items())
+        assert encoder.encode(columns, 2) is None, name
+        with pytest.raises(RecordError) if name == "age" else _nothing():
+            assert customer.encode_batch(batch_class(customer)(**{**good, name: other})) == expected
+    surrogate = {**good, "suggestion": ["x", "\ud800"]}
+    assert encoder.encode(tuple(surrogate.values()), 2) is None
+    with pytest.raises(RecordError, match=r"CustomerBatch row 1: Customer.suggestion"):
+        customer.encode_batch(batch_class(customer)(**surrogate))
+    wrong = {**good, "movie": Ragged(["a", b"b"], np.array([0, 1, 2]))}
+    with pytest.raises(RecordError, match=r"CustomerBatch row 1: Customer.movie"):
+        customer.encode_batch(batch_class(customer)(**wrong))
+
+
+class _nothing:  # noqa: N801  (a context manager that expects nothing)
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_without_the_accelerator_records_are_encoded_one_by_one(
+    modules: dict[str, ModuleType],
+) -> None:
+    digit = modules["mnist"].Digit
+    images = np.arange(3 * 784, dtype=np.int64).reshape(3, 784) % 300
+    batch = batch_class(digit)(label=np.array([1, 2, 3]), image=images)
+    with mock.patch.object(encode, "speedups", None):
+        encoder = encode.BatchEncoder(digit.__tfr__.features, False)
+        assert not encoder.fast
+        assert encoder.encode(batch.columns(), 3) is None
+    assert digit.encode_batch(batch) == [r.encode() for r in batch.records()]
+
+
+def test_encode_examples_checks_its_arguments() -> None:
+    sp = import_speedups()
+    key = b"\x0a\x01k"
+    offsets = np.array([0, 1], np.int64)
+    values = np.array([5], np.int64)
+    assert sp.encode_examples(1, ((key, 3, values, offsets, None),)) == [
+        b"\x0a\x0c\x0a\x0a\x0a\x01k\x12\x05\x1a\x03\x0a\x01\x05"
+    ]
+    with pytest.raises(ValueError, match="offsets out of range"):
+        sp.encode_examples(1, ((key, 3, values, np.array([0, 2], np.int64), None),))
+    with pytest.raises(ValueError, match="count \\+ 1"):
+        sp.encode_examples(2, ((key, 3, values, offsets, None),))
+    with pytest.raises(ValueError, match="unknown kind"):
+        sp.encode_examples(1, ((key, 7, values, offsets, None),))
+    with pytest.raises(TypeError, match="not bytes"):
+        sp.encode_examples(1, ((key, 0, ["s"], offsets, None),))
+    assert sp.encode_examples(0, ()) == []
+    assert sp.encode_examples(2, ()) == [b"\x0a\x00", b"\x0a\x00"]
