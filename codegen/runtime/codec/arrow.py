@@ -248,18 +248,18 @@ def _flatten(items: list[Any], depth: int) -> list[Any]:
 
 def _leaf(pa: Any, values: Any, dtype: DType | None = None, mask: Any = None) -> Any:
     """The Arrow array of flat ``values``: numeric arrays share their buffer (bools are packed)."""
+    nulls = None if mask is None else mask.to_numpy(zero_copy_only=False)
     if dtype is not None and not dtype.numeric:
-        return pa.array(values, _leaf_type(pa, dtype), mask=mask)
+        return pa.array(values, _leaf_type(pa, dtype), mask=nulls)
     array = np.ascontiguousarray(values)
     if array.dtype == np.bool_:
-        return pa.array(array, pa.bool_(), mask=mask)
+        return pa.array(array, pa.bool_(), mask=nulls)
     validity = None
-    if mask is not None:
-        present = np.logical_not(mask.to_numpy(zero_copy_only=False))
-        validity = pa.array(present, pa.bool_()).buffers()[1]
+    if nulls is not None:
+        validity = pa.array(np.logical_not(nulls), pa.bool_()).buffers()[1]
     kind = pa.from_numpy_dtype(array.dtype)
-    nulls = -1 if mask is not None else 0
-    return pa.Array.from_buffers(kind, array.size, [validity, pa.py_buffer(array)], nulls)
+    count = -1 if mask is not None else 0
+    return pa.Array.from_buffers(kind, array.size, [validity, pa.py_buffer(array)], count)
 
 
 def _arrays_array(pa: Any, form: ColumnForm, arrays: list[npt.NDArray[Any]], mask: Any) -> Any:
