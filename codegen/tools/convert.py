@@ -49,6 +49,12 @@ MANIFEST = b"tfr.manifest"
 """The Parquet schema metadata key of the manifest of the dataset a file was converted from."""
 
 
+ROW_GROUP_ROWS = 65536
+"""Decoded batches are gathered into Parquet row groups of about this many rows ..."""
+ROW_GROUP_BYTES = 64 << 20
+"""... or of records holding about this many bytes, whichever comes first (what bounds the memory)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Converted:
     """What a conversion wrote: records and output bytes."""
@@ -114,6 +120,8 @@ def tfrecord_to_parquet(
         # pyarrow writes the temporary file through its own handle; leaving the block syncs and
         # renames it (or deletes it after an error).
         writer = pq.ParquetWriter(sink.temporary, schema, compression=compression)
+        pending: list[Any] = []
+        pending_rows = pending_bytes = 0
         try:
             with scanner:
                 for batch in scanner.batches():
@@ -122,8 +130,15 @@ def tfrecord_to_parquet(
                     except RecordError:
                         columns = _decode_each(converter, batch)
                     table = to_arrow(converter.arrow, columns)
-                    writer.write_batch(pa.RecordBatch.from_arrays(table.columns, schema=schema))
+                    pending.append(pa.RecordBatch.from_arrays(table.columns, schema=schema))
+                    pending_rows += len(batch)
+                    pending_bytes += sum(map(len, batch.records))
                     records += len(batch)
+                    if pending_rows >= ROW_GROUP_ROWS or pending_bytes >= ROW_GROUP_BYTES:
+                        writer.write_table(pa.Table.from_batches(pending, schema))
+                        pending, pending_rows, pending_bytes = [], 0, 0
+                if pending:
+                    writer.write_table(pa.Table.from_batches(pending, schema))
         finally:
             writer.close()
     return Converted(records, os.path.getsize(output))
