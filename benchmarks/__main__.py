@@ -4,7 +4,8 @@ Builds deterministic data for every workload, checks that all paths agree on it,
 contender on it in the same run, and prints records/s, MB/s and ratios with the machine, then
 PASS/FAIL for each bar. Progress goes to stderr, the report to stdout.
 
-Options: ``--quick`` (small sizes, a smoke run), ``--workloads NAME ...``, ``--repeats N``,
+Options: ``--quick`` (small sizes, a smoke run), ``--workloads NAME ...``, ``--contenders WORD ...`` (some
+rows only, with what their bars compare them to), ``--repeats N``,
 ``--markdown FILE``, ``--json FILE``, ``--plot FILE.png`` (needs matplotlib), ``--data-dir DIR``.
 """
 
@@ -42,8 +43,8 @@ def _parser() -> argparse.ArgumentParser:
         "--rows",
         nargs="+",
         metavar="TEXT",
-        help="run only the contenders whose name contains one of these (with their baselines),"
-        " e.g. --rows '4 shards' limit",
+        help="run only the contenders whose name contains one of these, with their baselines and the rows"
+        " their bars compare them with (e.g. --rows '4 shards' limit encode_batch to_arrow convert)",
     )
     parser.add_argument(
         "--repeats",

@@ -3,8 +3,9 @@
 Each bar compares two rows of one workload in one run (medians): per-record ``encode``/``decode``
 against protobuf, ``decode_batch`` and the ``Dataset`` against TensorFlow's batched pipeline, the
 ``Dataset`` against vahidk's loader and (over 4 shards) TensorFlow's best-practice pipeline, the
-single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), and the
-writer against ``tf.io.TFRecordWriter``.
+single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), the
+writer against ``tf.io.TFRecordWriter``, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch``
+against per-record encoding, and ``convert`` against a pyarrow baseline.
 """
 
 from __future__ import annotations
@@ -13,17 +14,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmarks.contenders import (
+    CLI_CONVERT,
     LIMIT,
     PROTOBUF_BUILD,
     PROTOBUF_PARSE,
     TF_BEST_PIPELINE,
     TF_PIPELINE,
+    TF_PYARROW_PARQUET,
     TF_WRITE,
+    TFRGEN_CONSTRUCT_ENCODE,
     TFRGEN_DATASET,
     TFRGEN_DATASET_SHARDS,
     TFRGEN_DECODE,
     TFRGEN_DECODE_BATCH,
     TFRGEN_ENCODE,
+    TFRGEN_ENCODE_BATCH,
+    TFRGEN_TO_ARROW,
     TFRGEN_WRITE,
     VAHIDK_READ,
 )
@@ -39,6 +45,14 @@ DATASET_VS_TF_BEST = 6.0
 every workload (a 2-core bar: TensorFlow parses on every core)."""
 WRITE_VS_TF = 1.0
 """``write_tfrecord`` against ``tf.io.TFRecordWriter`` with the same bytes, on every workload."""
+TO_ARROW_VS_DECODE_BATCH = 1 / 1.1
+"""``decode_batch`` then ``to_arrow`` against ``decode_batch`` alone: Arrow adds at most 10%, on every workload."""
+ENCODE_BATCH_VS_CONSTRUCT = 5.0
+"""``encode_batch`` from columns against per-record construct+encode, on every workload."""
+ENCODE_BATCH_VS_ENCODE = 2.0
+"""``encode_batch`` from columns against per-record ``encode`` of records already built, on every workload."""
+CONVERT_VS_PYARROW = 3.0
+"""``tfr-gen convert`` TFRecord -> snappy Parquet against TensorFlow's parse plus pyarrow, on every workload."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +98,10 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, DATASET_VS_TF_BEST),
         (TFRGEN_DATASET, LIMIT, workload.limit_bar),
         (TFRGEN_WRITE, TF_WRITE, WRITE_VS_TF),
+        (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, TO_ARROW_VS_DECODE_BATCH),
+        (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, ENCODE_BATCH_VS_CONSTRUCT),
+        (TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE, ENCODE_BATCH_VS_ENCODE),
+        (CLI_CONVERT, TF_PYARROW_PARQUET, CONVERT_VS_PYARROW),
     )
     return tuple((c, b, r) for c, b, r in bars if r is not None)
 

@@ -13,7 +13,11 @@ Groups, each with the baseline its ratios are taken against:
 * ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file;
 * ``scan`` (vs tfr-gen's ``read_tfrecord`` of raw bytes): the ``tfr-gen`` commands that read a
   whole file (``stats``, ``cat --format json``, ``infer``, ``validate``), run in-process as the
-  command line runs them, their output thrown away.
+  command line runs them, their output thrown away;
+* ``convert`` (vs a pyarrow baseline built on TensorFlow's parse): the TFRecord file -> a snappy Parquet file.
+
+``tfr-gen encode_batch`` (columns -> ``Example`` bytes, batches built once from the records) and ``tfr-gen
+decode_batch+to_arrow`` (bytes -> Arrow record batches) sit in the ``encode`` and ``decode`` groups.
 
 Each contender's ``run()`` does the whole job once over all records and returns an
 :class:`Outcome` with the number of records it handled. Per-record contenders drop each result
@@ -42,17 +46,19 @@ from benchmarks.workloads import ROOT
 from codegen.cli import main as cli_main
 from codegen.runtime import read_tfrecord, write_tfrecord
 
-Group = Literal["encode", "decode", "read", "write", "scan"]
+Group = Literal["encode", "decode", "read", "write", "scan", "convert"]
 
-GROUPS: tuple[Group, ...] = ("encode", "decode", "read", "write", "scan")
+GROUPS: tuple[Group, ...] = ("encode", "decode", "read", "write", "scan", "convert")
 """The groups, in report order."""
 
 TFRGEN_ENCODE = "tfr-gen encode"
 TFRGEN_CONSTRUCT_ENCODE = "tfr-gen construct+encode"
+TFRGEN_ENCODE_BATCH = "tfr-gen encode_batch(1024) (columns)"
 PROTOBUF_BUILD = "protobuf build+serialize"
 TFRGEN_DECODE = "tfr-gen decode"
 PROTOBUF_PARSE = "protobuf parse+access"
 TFRGEN_DECODE_BATCH = "tfr-gen decode_batch(1024) (columns)"
+TFRGEN_TO_ARROW = "tfr-gen decode_batch(1024)+to_arrow"
 TFRGEN_DATASET = "tfr-gen dataset(batch_size=1024) (columns)"
 TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
 TF_RAW_READ = "TF TFRecordDataset.batch(1024) (raw bytes)"
@@ -68,6 +74,8 @@ CLI_STATS = "tfr-gen stats FILE"
 CLI_CAT = "tfr-gen cat --format json FILE"
 CLI_INFER = "tfr-gen infer FILE"
 CLI_VALIDATE = "tfr-gen validate SCHEMA FILE"
+CLI_CONVERT = "tfr-gen convert SCHEMA FILE OUT.parquet"
+TF_PYARROW_PARQUET = "TF parse_example -> pyarrow -> Parquet"
 
 BASELINES: dict[Group, str] = {
     "encode": PROTOBUF_BUILD,
@@ -75,16 +83,19 @@ BASELINES: dict[Group, str] = {
     "read": TF_PIPELINE,
     "write": TF_WRITE,
     "scan": TFRGEN_RAW_READ,
+    "convert": TF_PYARROW_PARQUET,
 }
 """The row each group's ratios are taken against."""
 
 NAMES: tuple[str, ...] = (
     TFRGEN_ENCODE,
     TFRGEN_CONSTRUCT_ENCODE,
+    TFRGEN_ENCODE_BATCH,
     PROTOBUF_BUILD,
     TFRGEN_DECODE,
     PROTOBUF_PARSE,
     TFRGEN_DECODE_BATCH,
+    TFRGEN_TO_ARROW,
     TFRGEN_DATASET,
     TF_PIPELINE,
     TF_RAW_READ,
@@ -100,6 +111,8 @@ NAMES: tuple[str, ...] = (
     CLI_CAT,
     CLI_INFER,
     CLI_VALIDATE,
+    CLI_CONVERT,
+    TF_PYARROW_PARQUET,
 )
 """Every contender, in report order."""
 
@@ -127,12 +140,14 @@ class Contender:
 @dataclass(frozen=True, slots=True)
 class Environment:
     """What the contenders may use: TensorFlow (``None``: ``tf_missing`` says why), vahidk's
-    ``tfrecord`` (``vahidk_missing`` says why not) and a scratch directory for written files."""
+    ``tfrecord`` (``vahidk_missing`` says why not), a scratch directory for written files, and pyarrow
+    (``arrow_missing`` says why not)."""
 
     tf: Any
     tf_missing: str
     vahidk_missing: str | None
     scratch: Path
+    arrow_missing: str | None = None
 
 
 def _encode(p: Prepared) -> Callable[[], Outcome]:
@@ -221,6 +236,75 @@ def _decode_batch(p: Prepared) -> Callable[[], Outcome]:
 
     def run() -> Outcome:
         return Outcome(sum(len(decode_batch(chunk)) for chunk in chunks))
+
+    return run
+
+
+def _encode_batch(p: Prepared) -> Callable[[], Outcome]:
+    """Batches of 1024 records (built once, as a DataFrame or a decoded batch already is) to their bytes."""
+    cls = cast("Any", p.cls)
+    batch_class = cls.__tfr__.batch_class()
+    batches = [
+        batch_class.from_records(p.records[i : i + _BATCH]) for i in range(0, p.count, _BATCH)
+    ]
+    encode_batch = cls.encode_batch
+
+    def run() -> Outcome:
+        return Outcome(sum(len(encode_batch(batch)) for batch in batches))
+
+    return run
+
+
+def _to_arrow(p: Prepared) -> Callable[[], Outcome]:
+    decode_batch = cast("_Columnar", p.cls).decode_batch
+    chunks = [p.serialized[i : i + _BATCH] for i in range(0, p.count, _BATCH)]
+
+    def run() -> Outcome:
+        return Outcome(
+            sum(cast("Any", decode_batch(chunk)).to_arrow().num_rows for chunk in chunks)
+        )
+
+    return run
+
+
+def _tf_pyarrow_parquet(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
+    """The baseline of ``convert``: TensorFlow parses batches of 1024 with the record's spec (``tf_parse``), the
+    tensors become pyarrow arrays (dense ones as nested fixed-size lists, ragged ones as lists from their row
+    splits, strings decoded), and ``pyarrow.parquet`` writes them with snappy."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = scratch / f"{p.workload.name}.tf.parquet"
+    parse = p.cls.tf_parse
+    dataset = tf.data.TFRecordDataset(str(p.path)).batch(_BATCH).map(parse)
+
+    def column(tensor: Any) -> Any:
+        if isinstance(tensor, tf.RaggedTensor):
+            return pa.LargeListArray.from_arrays(
+                pa.array(tensor.row_splits.numpy().astype("int64")), column(tensor.values)
+            )
+        values = tensor.numpy()
+        if values.dtype == object:
+            flat = pa.array(values.reshape(-1).tolist(), pa.binary())
+        else:
+            flat = pa.array(values.reshape(-1))
+        for size in reversed(values.shape[1:]):
+            flat = pa.FixedSizeListArray.from_arrays(flat, size)
+        return flat
+
+    def run() -> Outcome:
+        count = 0
+        writer = None
+        for parsed in dataset:
+            names = sorted(parsed)
+            batch = pa.RecordBatch.from_arrays([column(parsed[n]) for n in names], names=names)
+            if writer is None:
+                writer = pq.ParquetWriter(path, batch.schema, compression="snappy")
+            writer.write_batch(batch)
+            count += batch.num_rows
+        if writer is not None:
+            writer.close()
+        return Outcome(count)
 
     return run
 
@@ -425,18 +509,34 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
             return Contender(name, group, None, env.tf_missing)
         return Contender(name, group, make())
 
+    def with_arrow(
+        name: str,
+        group: Group,
+        make: Callable[[], Callable[[], Outcome]],
+        *,
+        needs_tf: bool = False,
+    ) -> Contender:
+        if env.arrow_missing:
+            return Contender(name, group, None, env.arrow_missing)
+        if needs_tf and tf is None:
+            return Contender(name, group, None, env.tf_missing)
+        return Contender(name, group, make())
+
     vahidk = (
         Contender(VAHIDK_READ, "read", None, env.vahidk_missing)
         if env.vahidk_missing
         else Contender(VAHIDK_READ, "read", _vahidk_read(p))
     )
+    parquet = f"{env.scratch / p.workload.name}.tfr-gen.parquet"
     return [
         Contender(TFRGEN_ENCODE, "encode", _encode(p)),
         Contender(TFRGEN_CONSTRUCT_ENCODE, "encode", _construct_encode(p)),
+        with_arrow(TFRGEN_ENCODE_BATCH, "encode", lambda: _encode_batch(p)),
         Contender(PROTOBUF_BUILD, "encode", _protobuf_build(p)),
         Contender(TFRGEN_DECODE, "decode", _decode(p)),
         Contender(PROTOBUF_PARSE, "decode", _protobuf_parse(p)),
         _batched(p, TFRGEN_DECODE_BATCH, "decode", lambda: _decode_batch(p)),
+        with_arrow(TFRGEN_TO_ARROW, "decode", lambda: _to_arrow(p)),
         _batched(p, TFRGEN_DATASET, "read", lambda: _dataset(p)),
         with_tf(TF_PIPELINE, "read", lambda: _tf_pipeline(p, tf)),
         with_tf(TF_RAW_READ, "read", lambda: _tf_raw_read(p, tf)),
@@ -455,5 +555,16 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
             CLI_VALIDATE,
             "scan",
             _command(p, "validate", "{schema}", "{file}", "--record", "{record}"),
+        ),
+        with_arrow(
+            CLI_CONVERT,
+            "convert",
+            lambda: _command(p, "convert", "{schema}", "{file}", parquet, "--record", "{record}"),
+        ),
+        with_arrow(
+            TF_PYARROW_PARQUET,
+            "convert",
+            lambda: _tf_pyarrow_parquet(p, tf, scratch),
+            needs_tf=True,
         ),
     ]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import bars
-from benchmarks.contenders import BASELINES, Environment, contenders
+from benchmarks.contenders import BASELINES, Contender, Environment, contenders
 from benchmarks.machine import machine_info
 from benchmarks.prepare import prepare, verify
 from benchmarks.report import RunReport
@@ -31,12 +31,8 @@ class Settings:
     seed: int
     data_dir: Path
     rows: tuple[str, ...] = ()
-    """Run only the contenders whose name holds one of these (and the baselines they are compared
-    with); empty: every contender."""
-
-    def keeps(self, name: str) -> bool:
-        """Whether the contender ``name`` runs (see :attr:`rows`)."""
-        return not self.rows or any(part in name for part in self.rows)
+    """Run only the contenders whose name holds one of these (with their groups' baselines and the
+    rows their bars compare them with); empty: every contender."""
 
 
 def _progress(message: str) -> None:
@@ -60,8 +56,17 @@ def load_environment(scratch: Path) -> Environment:
     vahidk_missing = None
     if importlib.util.find_spec("tfrecord") is None:
         vahidk_missing = "vahidk's tfrecord is not installed; install the 'bench' extra"
+    arrow_missing = None
+    if importlib.util.find_spec("pyarrow") is None:
+        arrow_missing = "pyarrow is not installed; install the 'arrow' extra"
     scratch.mkdir(parents=True, exist_ok=True)
-    return Environment(tf=tf, tf_missing=tf_missing, vahidk_missing=vahidk_missing, scratch=scratch)
+    return Environment(
+        tf=tf,
+        tf_missing=tf_missing,
+        vahidk_missing=vahidk_missing,
+        scratch=scratch,
+        arrow_missing=arrow_missing,
+    )
 
 
 def run_workload(workload: Workload, settings: Settings, env: Environment) -> WorkloadResult:
@@ -85,10 +90,7 @@ def run_workload(workload: Workload, settings: Settings, env: Environment) -> Wo
     _progress(f"{workload.name}: verified: same messages and values as protobuf")
     entries = contenders(prepared, env)
     if settings.rows:
-        kept = {c.name for c in entries if settings.keeps(c.name)}
-        kept |= {BASELINES[c.group] for c in entries if c.name in kept}
-        kept |= {b for c, b, _ in bars.required(workload) if c in kept}
-        entries = [c for c in entries if c.name in kept]
+        entries = _chosen(entries, settings.rows, workload)
     try:
         seconds = measure(
             entries, count, warmups=settings.warmups, repeats=settings.repeats, where=workload.name
@@ -106,6 +108,16 @@ def run_workload(workload: Workload, settings: Settings, env: Environment) -> Wo
         rows,
         byte_identical=identical,
     )
+
+
+def _chosen(entries: list[Contender], words: Sequence[str], workload: Workload) -> list[Contender]:
+    """The contenders named by ``words``, their groups' baselines and the rows their bars compare them with."""
+    wanted = {c.name for c in entries if any(word in c.name for word in words)}
+    for contender, baseline, _ in bars.required(workload):
+        if contender in wanted:
+            wanted.add(baseline)
+    wanted |= {BASELINES[c.group] for c in entries if c.name in wanted}
+    return [c for c in entries if c.name in wanted]
 
 
 def run(workloads: Sequence[Workload], settings: Settings) -> RunReport:

@@ -117,6 +117,11 @@ def mnist_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
     return {"label": int(rng.integers(0, 10)), "image": pixels.astype(np.int64)}
 
 
+def mnist_uniform_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
+    """A digit whose 784 pixels are uniform in 0..255 (about half of them two-byte varints)."""
+    return {"label": int(rng.integers(0, 10)), "image": rng.integers(0, 256, 784).astype(np.int64)}
+
+
 def embedding_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
     """An item: a label and an L2-normalised float32[128] embedding."""
     vector = rng.standard_normal(128)
@@ -146,7 +151,8 @@ def image_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
 
 
 def sequence_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
-    """A tagged sentence of about 50 steps: one token id (1-30000) and one tag (0-8) per step."""
+    """A tagged sentence of about 50 steps: one token id (1-30000, mostly three-byte varints) and one tag (0-8) per
+    step."""
     steps = int(rng.integers(40, 61))
     return {
         "length": steps,
@@ -174,6 +180,18 @@ WORKLOADS: tuple[Workload, ...] = (
         record="Digit",
         description="label + int64[784] pixels in 0..255, ~80% zeros",
         make_values=mnist_values,
+        records=5_000,
+        quick_records=100,
+        encode_bar=5.0,
+        decode_bar=3.0,
+        batch_bar=1.0,
+    ),
+    Workload(
+        name="mnist_uniform",
+        module="mnist",
+        record="Digit",
+        description="label + int64[784] pixels uniform in 0..255 (half two-byte varints)",
+        make_values=mnist_uniform_values,
         records=5_000,
         quick_records=100,
         encode_bar=5.0,
@@ -214,7 +232,7 @@ WORKLOADS: tuple[Workload, ...] = (
         records=5_000,
         quick_records=100,
         sequence=("tokens", "labels"),
-        encode_bar=3.0,
+        encode_bar=5.0,
         decode_bar=2.0,
         batch_bar=0.5,
     ),

@@ -87,12 +87,14 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
             assert row["skipped"] is None, (where, row)
             assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
         assert f"| {where} | tfr-gen decode |" in out_md.read_text()
-    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 7 + ["sequence"] * 7
+    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 11 + ["sequence"] * 11
     for bar in report["bars"]:
         assert bar["verdict"] in ("PASS", "FAIL") or bar["baseline"] == VAHIDK_READ, bar
 
 
-@pytest.mark.parametrize("name", ["customer", "mnist", "embedding", "image", "sequence"])
+@pytest.mark.parametrize(
+    "name", ["customer", "mnist", "mnist_uniform", "embedding", "image", "sequence"]
+)
 def test_decode_of_benchmark_data_equals_protobuf_values(
     bench: ModuleType, tmp_path: Path, name: str
 ) -> None:
@@ -207,19 +209,54 @@ def test_protobuf_raw_tensors_round_trip_with_their_shape(bench: ModuleType) -> 
         assert back[key].dtype == array.dtype and np.array_equal(back[key], array)
 
 
+def test_contenders_select_rows_with_their_baselines_and_bars(bench: ModuleType) -> None:
+    from benchmarks.contenders import (
+        PROTOBUF_BUILD,
+        TFRGEN_CONSTRUCT_ENCODE,
+        TFRGEN_DECODE_BATCH,
+        TFRGEN_ENCODE,
+        TFRGEN_ENCODE_BATCH,
+        TFRGEN_TO_ARROW,
+        Contender,
+        Group,
+    )
+    from benchmarks.suite import _chosen
+    from benchmarks.workloads import BY_NAME
+
+    groups: dict[str, Group] = {
+        TFRGEN_ENCODE: "encode",
+        TFRGEN_CONSTRUCT_ENCODE: "encode",
+        TFRGEN_ENCODE_BATCH: "encode",
+        PROTOBUF_BUILD: "encode",
+        TFRGEN_DECODE_BATCH: "decode",
+        TFRGEN_TO_ARROW: "decode",
+        "protobuf parse+access": "decode",
+    }
+    entries = [Contender(name, group, None) for name, group in groups.items()]
+    chosen = [c.name for c in _chosen(entries, ["encode_batch"], BY_NAME["mnist"])]
+    assert chosen == [TFRGEN_ENCODE, TFRGEN_CONSTRUCT_ENCODE, TFRGEN_ENCODE_BATCH, PROTOBUF_BUILD]
+    chosen = [c.name for c in _chosen(entries, ["to_arrow"], BY_NAME["mnist"])]
+    assert chosen == [TFRGEN_DECODE_BATCH, TFRGEN_TO_ARROW, "protobuf parse+access"]
+
+
 def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     from benchmarks.bars import evaluate
     from benchmarks.contenders import (
+        CLI_CONVERT,
         PROTOBUF_BUILD,
         PROTOBUF_PARSE,
         TF_BEST_PIPELINE,
         TF_PIPELINE,
+        TF_PYARROW_PARQUET,
         TF_WRITE,
+        TFRGEN_CONSTRUCT_ENCODE,
         TFRGEN_DATASET,
         TFRGEN_DATASET_SHARDS,
         TFRGEN_DECODE,
         TFRGEN_DECODE_BATCH,
         TFRGEN_ENCODE,
+        TFRGEN_ENCODE_BATCH,
+        TFRGEN_TO_ARROW,
         TFRGEN_WRITE,
         VAHIDK_READ,
     )
@@ -245,6 +282,10 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         (TFRGEN_DATASET, VAHIDK_READ, None, "SKIP"),
         (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, None, "SKIP"),
         (TFRGEN_WRITE, TF_WRITE, None, "SKIP"),
+        (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, None, "SKIP"),
+        (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, None, "SKIP"),
+        (TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE, None, "SKIP"),
+        (CLI_CONVERT, TF_PYARROW_PARQUET, None, "SKIP"),
     ]
     rows += (
         Row("read", TF_PIPELINE, (4.0, 4.0, 4.0)),
@@ -256,6 +297,19 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     assert verdicts[TFRGEN_DECODE_BATCH, TF_PIPELINE] == (0.5, "PASS")  # customer: bar 0.5x
     assert verdicts[TFRGEN_DATASET, TF_PIPELINE] == (0.8, "PASS")
     assert verdicts[TFRGEN_DATASET, VAHIDK_READ] == (None, "SKIP")
+    rows += (
+        Row("decode", TFRGEN_TO_ARROW, (8.5, 8.5, 8.5)),
+        Row("encode", TFRGEN_ENCODE_BATCH, (0.5, 0.5, 0.5)),
+        Row("encode", TFRGEN_CONSTRUCT_ENCODE, (2.0, 2.0, 2.0)),
+        Row("convert", CLI_CONVERT, (1.0, 1.0, 1.0)),
+        Row("convert", TF_PYARROW_PARQUET, (3.0, 3.0, 3.0)),
+    )
+    result = WorkloadResult("customer", "mixed", "Customer", 1000, 2_000_000, rows, 1000)
+    verdicts = {(b.contender, b.baseline): (b.ratio, b.verdict) for b in evaluate([result])}
+    assert verdicts[TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH] == (8.0 / 8.5, "PASS")  # within 10%
+    assert verdicts[TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE] == (4.0, "FAIL")  # bar 5x
+    assert verdicts[TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE] == (4.0, "PASS")  # bar 2x
+    assert verdicts[CLI_CONVERT, TF_PYARROW_PARQUET] == (3.0, "PASS")
     mnist = WorkloadResult("mnist", "pixels", "Digit", 1000, 2_000_000, rows, 1000)
     verdicts = {(b.contender, b.baseline): (b.ratio, b.verdict) for b in evaluate([mnist])}
     assert verdicts[TFRGEN_DECODE_BATCH, TF_PIPELINE] == (0.5, "FAIL")  # mnist: bar 1.0x
