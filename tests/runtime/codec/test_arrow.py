@@ -358,3 +358,17 @@ def test_a_dataset_streams_arrow_batches(
     whole = customer.dataset(str(path), batch_size=3).to_arrow()
     assert whole.column("age").to_pylist() == [30, 40] * 5
     assert whole.column("movie").to_pylist() == [["a"], []] * 5
+
+
+def test_write_dataset_takes_columns(
+    modules: dict[str, ModuleType], pa: Any, pd: Any, tmp_path: Path
+) -> None:
+    customer: Any = modules["customer"].Customer
+    table = _customer_table(pa)
+    expected = customer.encode_batch(table)
+    manifest = customer.write_dataset(tmp_path / "ds", table.to_pandas(), shards=2)
+    assert manifest.record_count == 2
+    assert [r.encode() for r in customer.read_dataset(tmp_path / "ds")] == expected
+    with pytest.raises(RecordError, match="column 'age' row 1"):
+        customer.write_dataset(tmp_path / "bad", _customer_table(pa, age=pa.array([1, None])))
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
