@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Self, TypeVar, Unpack, cast, overload
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, Unpack, cast, overload
 
 from codegen.errors import RecordError, TfrGenError
 from codegen.runtime.codec.arrow import ArrowSchema, arrow_schema, arrow_table, column_form
@@ -58,9 +58,16 @@ from codegen.runtime.tf.proto import ProtoMessage, message_bytes
 __all__ = ["Batch", "ExampleRecord", "Record", "RecordMeta", "Schema", "SequenceRecord"]
 
 B = TypeVar("B", bound="Batch[Any]")
-Columns = Any
-"""Records as columns: a ``pyarrow.Table`` or ``RecordBatch``, a ``pandas.DataFrame`` or a ``polars.DataFrame``
-(optional dependencies, hence untyped here)."""
+
+
+class Columns(Protocol):
+    """Records as columns: a ``pyarrow.Table`` or ``RecordBatch``, a ``pandas.DataFrame`` or a ``polars.DataFrame``
+    (optional dependencies: what they share is a ``shape`` of rows and columns)."""
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+
 P = TypeVar("P")
 R = TypeVar("R", bound="Record[Any, Any]")
 
@@ -266,10 +273,10 @@ class Record(Generic[B, P]):
             yield record.encode()
 
     @classmethod
-    def _serialized(cls, records: Iterable[Self] | Columns, what: str) -> Iterable[bytes]:
+    def _serialized(cls, records: Iterable[Self] | B | Columns, what: str) -> Iterable[bytes]:
         """The bytes of records given one by one, or as columns (see :meth:`encode_batch`)."""
         if isinstance(records, Batch) or arrow_table(records) is not None:
-            return cls.encode_batch(records)
+            return cls.encode_batch(cast("B | Columns", records))
         return cls._encoded(cast("Iterable[Self]", records), what)
 
     @classmethod
@@ -306,7 +313,7 @@ class Record(Generic[B, P]):
     def write_tfrecord(
         cls,
         path: PathLike,
-        records: Iterable[Self] | Columns,
+        records: Iterable[Self] | B | Columns,
         *,
         compression: CompressionArg = None,
     ) -> int:
@@ -338,7 +345,7 @@ class Record(Generic[B, P]):
     def write_dataset(
         cls,
         directory: PathLike,
-        records: Iterable[Self] | Columns,
+        records: Iterable[Self] | B | Columns,
         *,
         shards: int | None = None,
         max_records_per_shard: int | None = None,

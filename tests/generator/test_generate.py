@@ -179,6 +179,10 @@ REVEALED = {
     "CustomerBatch.decode([b''])": "customer.CustomerBatch",
     "CustomerBatch.decode([b'']).records()": "list[customer.Customer]",
     "CustomerBatch.from_records([]).movie": "codegen.runtime.codec.columns.Ragged[list[str]]",
+    "Customer.encode_batch(Customer.decode_batch([b'']))": "list[bytes]",
+    "Customer.write_tfrecord('x', CustomerBatch.decode([b'']))": "int",
+    "CustomerBatch.from_arrow(CustomerBatch.decode([b'']).to_pandas())": "customer.CustomerBatch",
+    "CustomerBatch.decode([b'']).encode()": "list[bytes]",
     "Customer.decode(b'').movie_ratings.dtype.type": "type[numpy.floating[numpy._typing._nbit_base._32Bit]]",
     "Sentence.decode(b'').tokens": (
         "numpy.ndarray[tuple[Any, ...], numpy.dtype[numpy.signedinteger[numpy._typing._nbit_base._64Bit]]]"
