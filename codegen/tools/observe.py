@@ -27,6 +27,7 @@ from codegen.runtime.codec.wire import (
     parse_example,
     parse_sequence_example,
 )
+from codegen.tools.profile import KeyDetail
 
 __all__ = ["KeyObservation", "Observation", "joined_utf8", "parse_record"]
 
@@ -67,7 +68,7 @@ class KeyObservation:
     ``high``, ``total``, ``numbers`` and ``nans`` (NaN is left out of the others); bytes to
     ``lengths`` (value length -> how many) and ``utf8`` (whether every one is valid UTF-8). For a
     feature-list key every step is a feature, and ``steps_min``/``steps_max`` are the fewest and
-    most steps of one list.
+    most steps of one list. ``detail``, when set, counts the distributions too.
     """
 
     records: int = 0
@@ -79,6 +80,7 @@ class KeyObservation:
     lengths: Counter[int] = field(default_factory=Counter)
     steps_min: int | None = None
     steps_max: int | None = None
+    detail: KeyDetail | None = None
     # Numbers wait in _pending and are reduced in batches: numpy costs little per value but much
     # per call, and most features hold a few values.
     _pending: list[NDArray[Any]] = field(default_factory=list, init=False, repr=False)
@@ -134,6 +136,8 @@ class KeyObservation:
     def add_feature(self, kind: int, values: Values) -> None:
         """Count one ``Feature``: its list kind and decoded values (``None`` for kind 0)."""
         self.kinds[kind] += 1
+        if self.detail is not None:
+            self.detail.add_values(values)
         if values is None:
             return
         if isinstance(values, list):
@@ -193,6 +197,8 @@ class KeyObservation:
         if not present:
             return 0
         self.records += present
+        if self.detail is not None:
+            self.detail.add_scan(scan)
         found, first = np.unique(held, return_index=True)
         for kind in found[np.argsort(first)].tolist():  # in the order the records show them
             self.kinds[kind] += int(np.count_nonzero(held == kind))
@@ -215,6 +221,8 @@ class KeyObservation:
 
     def add_steps(self, steps: int) -> None:
         """Count the length of one feature list (its steps are counted by :meth:`add_feature`)."""
+        if self.detail is not None:
+            self.detail.add_steps(steps)
         self.steps_min = steps if self.steps_min is None else min(self.steps_min, steps)
         self.steps_max = steps if self.steps_max is None else max(self.steps_max, steps)
 
@@ -252,7 +260,8 @@ class Observation:
     ``records`` counts them, ``record_bytes`` their serialized bytes, ``sequences`` those with feature
     lists. ``features`` observes the
     context keys (an Example's features), ``feature_lists`` the feature-list keys, each by key in
-    first-seen order.
+    first-seen order. With ``detailed``, each key's observation has a
+    :class:`~codegen.tools.profile.KeyDetail`.
     """
 
     records: int = 0
@@ -260,6 +269,7 @@ class Observation:
     sequences: int = 0
     features: dict[str, KeyObservation] = field(default_factory=dict)
     feature_lists: dict[str, KeyObservation] = field(default_factory=dict)
+    detailed: bool = False
     _keys: list[bytes] = field(default_factory=list, init=False, repr=False)
     """The context keys a batch is scanned for: every one seen in a batch so far."""
 
@@ -304,12 +314,13 @@ class Observation:
         self.records += len(records)
         self.record_bytes += sum(map(len, records))
         for key, scan in zip(keys, scans, strict=True):
-            entry = self.features.get(key.decode("utf-8"))
+            name = key.decode("utf-8")
+            entry = self.features.get(name)
             if entry is None:
-                entry = KeyObservation()
+                entry = self._new()
                 if not entry.add_scan(scan):
                     continue  # seen in earlier batches only: no entry yet
-                self.features[key.decode("utf-8")] = entry
+                self.features[name] = entry
             else:
                 entry.add_scan(scan)
         return True
@@ -328,22 +339,24 @@ class Observation:
         if lists:
             self.sequences += 1
         for key, (kind, values) in features:
-            _entry(self.features, key).add_feature(kind, values)
+            self._entry(self.features, key).add_feature(kind, values)
         for key, decoded in steps:
-            seen = _entry(self.feature_lists, key)
+            seen = self._entry(self.feature_lists, key)
             seen.add_steps(len(decoded))
             for kind, values in decoded:
                 seen.add_feature(kind, values)
 
+    def _new(self) -> KeyObservation:
+        return KeyObservation(detail=KeyDetail()) if self.detailed else KeyObservation()
 
-def _entry(table: dict[str, KeyObservation], raw_key: bytes) -> KeyObservation:
-    """The observation of ``raw_key`` (UTF-8, as the wire parser checked), one record more."""
-    key = raw_key.decode("utf-8")
-    seen = table.get(key)
-    if seen is None:
-        seen = table[key] = KeyObservation()
-    seen.records += 1
-    return seen
+    def _entry(self, table: dict[str, KeyObservation], raw_key: bytes) -> KeyObservation:
+        """The observation of ``raw_key`` (UTF-8, as the wire parser checked), one record more."""
+        key = raw_key.decode("utf-8")
+        seen = table.get(key)
+        if seen is None:
+            seen = table[key] = self._new()
+        seen.records += 1
+        return seen
 
 
 def _decoded(raw_key: bytes, feature: FeatureValue, where: str) -> tuple[int, Values]:

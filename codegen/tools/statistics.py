@@ -17,10 +17,11 @@ from typing import TextIO
 from codegen.dtypes import Wire
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.observe import KeyObservation, Observation
-from codegen.tools.scan import Scanner
+from codegen.tools.sampling import Sample
+from codegen.tools.scan import ScannedRecord, Scanner
 from codegen.tools.values import Json, float32_json, float32_text
 
-__all__ = ["Stats", "collect_stats", "stats_json", "stats_text"]
+__all__ = ["Stats", "collect_stats", "key_json", "stats_json", "stats_text"]
 
 LENGTHS_SHOWN = 8
 """How many distinct value lengths of a bytes key the text form lists."""
@@ -49,6 +50,9 @@ def collect_stats(
     progress: TextIO | None = None,
     on_error: OnError = "raise",
     on_skip: Callable[[SkippedSpan, int], None] | None = None,
+    observation: Observation | None = None,
+    sample: Sample | None = None,
+    label: str = "stats",
 ) -> Stats:
     """The statistics of every record of ``paths``; Ctrl-C ends the scan early (``interrupted``).
 
@@ -56,6 +60,8 @@ def collect_stats(
     stretch raises :class:`~codegen.errors.DataError`, or with ``on_error="skip"`` is counted and
     handed to ``on_skip`` with the number of records read before it in its file (the progress bar
     erased first). Records whose bytes do not parse are listed in ``malformed`` either way.
+    ``observation`` (a new one by default) counts the records; with ``sample``, only the records
+    it picks are counted (``records`` and ``record_bytes``; ``file_records`` counts all read).
     """
 
     def skipped(span: SkippedSpan, index: int) -> None:
@@ -68,17 +74,31 @@ def collect_stats(
         on_skip=skipped if on_error == "skip" else None,
         on_error=on_error,
         progress=progress,
-        label="stats",
+        label=label,
     )
     stats = Stats(scanner.paths, scanner.sizes)
+    if observation is not None:
+        stats.observation = observation
     malformed_bytes = 0
+
+    def count(records: list[bytes], item: Callable[[int], ScannedRecord]) -> None:
+        nonlocal malformed_bytes
+        for position, exc in stats.observation.add_batch(records):
+            found = item(position)
+            stats.malformed.append((found.path, found.index, found.offset, str(exc)))
+            malformed_bytes += len(found.data)
+
     try:
         with scanner:
             for batch in scanner.batches():
-                for position, exc in stats.observation.add_batch(batch.records):
-                    item = batch.item(position)
-                    stats.malformed.append((item.path, item.index, item.offset, str(exc)))
-                    malformed_bytes += len(item.data)
+                if sample is None:
+                    count(batch.records, batch.item)
+                else:
+                    chunk = sample.take(batch)
+                    count([item.data for item in chunk], chunk.__getitem__)
+            if sample is not None:
+                for chunk in sample.finish():
+                    count([item.data for item in chunk], chunk.__getitem__)
     except KeyboardInterrupt:
         stats.interrupted = True
     stats.file_records = tuple(scanner.file_records)
@@ -104,7 +124,8 @@ def _float64_json(value: float) -> Json:
     return value
 
 
-def _key_json(seen: KeyObservation, is_list: bool) -> dict[str, Json]:
+def key_json(seen: KeyObservation, is_list: bool) -> dict[str, Json]:
+    """One key's statistics as a JSON object (``is_list``: a feature-list key)."""
     kinds = seen.list_kinds
     entry: dict[str, Json] = {
         "records": seen.records,
@@ -147,10 +168,10 @@ def stats_json(stats: Stats) -> dict[str, Json]:
         "kind": "sequence_example" if observation.is_sequence else "example",
     }
     section = "context" if observation.is_sequence else "features"
-    document[section] = {key: _key_json(seen, False) for key, seen in _by_key(observation.features)}
+    document[section] = {key: key_json(seen, False) for key, seen in _by_key(observation.features)}
     if observation.is_sequence:
         document["feature_lists"] = {
-            key: _key_json(seen, True) for key, seen in _by_key(observation.feature_lists)
+            key: key_json(seen, True) for key, seen in _by_key(observation.feature_lists)
         }
     document["interrupted"] = stats.interrupted
     return document
