@@ -63,6 +63,11 @@ COMMANDS: tuple[Command, ...] = (
         "convert TFRecord files or a dataset to Parquet and back, decoded by a schema",
     ),
     Command(
+        "report",
+        "report",
+        "an HTML or JSON report of TFRecord files: distributions per feature, drift between two sets",
+    ),
+    Command(
         "index",
         "index",
         "write FILE.index (record offsets) beside uncompressed TFRecord files, for random access",
