@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -100,6 +101,22 @@ def pl() -> Any:
 def duckdb() -> Any:
     """The ``duckdb`` module (skips outside CI when it is missing; fails in CI)."""
     return _import_extra("duckdb")
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A headless Chromium driven by selenium (skips outside CI when Debian's ``chromium``,
+    ``chromium-driver`` or selenium is missing; fails in CI)."""
+    from support.browser import launch, missing
+
+    why = missing()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"a browser is required in CI: {why}", pytrace=False)
+        pytest.skip(why)
+    driver = launch(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()
 
 
 @pytest.fixture(scope="session")
