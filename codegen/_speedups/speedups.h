@@ -20,6 +20,9 @@ extern PyMethodDef tfr_frames_methods[];
 /* encode.c: encode_examples, many Examples serialized from columns. */
 extern PyMethodDef tfr_encode_methods[];
 
+/* hashes.c: hash_values, the FNV-1a hash of each joined bytes value. */
+extern PyMethodDef tfr_hashes_methods[];
+
 /* varint.c: decode_varints, a test hook for the loop below. */
 extern PyMethodDef tfr_varint_methods[];
 

@@ -116,6 +116,12 @@ class Speedups(Protocol):
         ``features`` into ``irregular`` (see the extension's doc)."""
         ...
 
+    def hash_values(self, blob: Buffer, sizes: object, /) -> bytes:
+        """The 64-bit FNV-1a hash of each value joined in ``blob`` as native uint64 bytes
+        (``sizes``: native int64, a C-contiguous buffer such as an ndarray: the size of each), like
+        ``batch.hash_joined``."""
+        ...
+
     def pooled_block(self, size: int, /) -> BlockBuffer:
         """A writable ``Block`` of ``size`` bytes whose memory comes from the pool (a reader's
         buffer)."""

@@ -51,7 +51,7 @@ from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.codec.varint import decode_packed_int64
 
-__all__ = ["ABSENT", "BatchCodec", "KeyScan", "quiet_signaling_nans", "scan_keys"]
+__all__ = ["ABSENT", "BatchCodec", "KeyScan", "hash_joined", "quiet_signaling_nans", "scan_keys"]
 
 ABSENT = 255
 """The kind :class:`KeyScan` gives a record without the key (0 is a ``Feature`` with no list)."""
@@ -85,6 +85,30 @@ class KeyScan:
     strings: list[bytes]
     blob: memoryview | None = None
     sizes: npt.NDArray[np.int64] | None = None
+
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+
+
+def hash_joined(blob: memoryview | bytes, sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    """The 64-bit FNV-1a hash of each value joined in ``blob`` (``sizes``: the size of each, as
+    :class:`KeyScan` gives them), so that values can be counted in numpy. :class:`ValueError` when
+    the sizes do not add up to the blob's size."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if speedups is not None:
+        return np.frombuffer(speedups.hash_values(blob, sizes), dtype=np.uint64)
+    data = bytes(blob)
+    if np.any(sizes < 0) or int(sizes.sum()) != len(data):
+        raise ValueError("the sizes do not add up to the blob's size")
+    ends = np.cumsum(sizes)
+    hashes = []
+    for start, end in zip((ends - sizes).tolist(), ends.tolist(), strict=True):
+        value = _FNV_OFFSET
+        for octet in data[start:end]:
+            value = ((value ^ octet) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+        hashes.append(value)
+    return np.array(hashes, dtype=np.uint64)
 
 
 def scan_keys(
