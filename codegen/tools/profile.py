@@ -21,15 +21,7 @@ from codegen.dtypes import Wire
 from codegen.runtime.codec.batch import KeyScan
 from codegen.tools.sketches import QuantileSketch, TopValues
 
-__all__ = ["KeyDetail", "split_joined"]
-
-
-def split_joined(blob: memoryview, sizes: NDArray[np.int64]) -> list[bytes]:
-    """The values joined in ``blob``, ``sizes`` the size of each."""
-    data = bytes(blob)
-    ends = np.cumsum(sizes).tolist()
-    starts = [0, *ends[:-1]]
-    return [data[a:b] for a, b in zip(starts, ends, strict=True)]
+__all__ = ["KeyDetail"]
 
 
 @dataclass(slots=True)
@@ -54,9 +46,9 @@ class KeyDetail:
         if scan.floats.size:
             self._add_numbers(scan.floats)
         if scan.sizes is not None and scan.sizes.size and scan.blob is not None:
-            self._add_bytes(split_joined(scan.blob, scan.sizes))
+            self.top.update(scan.blob, scan.sizes)
         elif scan.strings:
-            self._add_bytes(scan.strings)
+            self.top.update_list(scan.strings)
 
     def add_values(self, values: list[bytes] | NDArray[Any] | None) -> None:
         """Count one feature's decoded values (``None``: a feature with no list)."""
@@ -64,7 +56,7 @@ class KeyDetail:
             return
         self.value_counts[len(values)] += 1
         if isinstance(values, list):
-            self._add_bytes(values)
+            self.top.update_list(values)
         else:
             self._add_numbers(values)
 
@@ -79,6 +71,3 @@ class KeyDetail:
                 self.infinities += int(np.isinf(array).sum())
                 array = array[finite]
         self.numbers.update(array)
-
-    def _add_bytes(self, values: list[bytes]) -> None:
-        self.top.update(values)

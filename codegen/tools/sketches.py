@@ -11,29 +11,32 @@ sum is at most ``n * levels / capacity`` for ``n`` values (``levels``: about ``l
 and it is 0 (the sketch is exact) until ``capacity`` values were seen. Memory: at most
 ``capacity`` values per level.
 
-:class:`TopValues` counts values (Misra and Gries's frequent items, in batches): it keeps at most
-``2 * capacity`` values, and when there are more it subtracts the ``capacity + 1``-th largest count
-from every count and drops those left at zero or below. Each count it gives is at most
-:attr:`TopValues.count_error` below the true count, and that is at most ``n / (capacity + 1)``
-for ``n`` values; it is 0 (all counts exact) while there are no more than ``2 * capacity``
-distinct values.
+:class:`TopValues` counts values (Misra and Gries's frequent items, in batches): it holds at most
+``SLACK * capacity`` values (plus one batch's), and when there are more it subtracts the
+``capacity + 1``-th largest count from every count and drops those left at zero or below. Each
+count it gives is at most :attr:`TopValues.count_error` below the true count, and that is at most
+``n / (capacity + 1)`` for ``n`` values; it is 0 (all counts exact) while there are no more than
+``SLACK * capacity`` distinct values.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from codegen.runtime.codec.batch import hash_joined
 
 __all__ = ["QuantileSketch", "TopValues", "equal_width_edges"]
 
 QUANTILE_CAPACITY = 2048
 """Values per compactor level of a :class:`QuantileSketch` (8 bytes each)."""
 TOP_CAPACITY = 1000
-"""Values a :class:`TopValues` reports exactly while it has seen no more than twice as many."""
+"""Values a :class:`TopValues` keeps when it sheds counts."""
+SLACK = 8
+"""How many times ``capacity`` values a :class:`TopValues` holds before it sheds counts."""
 
 
 class QuantileSketch:
@@ -152,34 +155,65 @@ def equal_width_edges(low: float, high: float, buckets: int) -> NDArray[np.float
 
 
 class TopValues:
-    """The most frequent values of a stream, with counts within :attr:`count_error`."""
+    """The most frequent values of a stream, with counts within :attr:`count_error`.
+
+    Values are counted by their 64-bit FNV-1a hash (:func:`~codegen.runtime.codec.batch.hash_joined`:
+    two values with the same hash would count as one) in numpy, and a value's bytes are kept once
+    for each hash held.
+    """
 
     def __init__(self, capacity: int = TOP_CAPACITY) -> None:
         self.capacity = capacity
         self.n = 0
         self.count_error = 0
-        self._counts: Counter[bytes] = Counter()
+        self._hashes: NDArray[np.uint64] = np.empty(0, dtype=np.uint64)  # sorted
+        self._counts: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        self._values: dict[int, bytes] = {}
 
-    def update(self, values: Iterable[bytes]) -> None:
-        """Count values."""
-        counts = self._counts
-        before = counts.total()
-        counts.update(values)
-        self.n += counts.total() - before
-        if len(counts) > 2 * self.capacity:
-            cut = sorted(counts.values(), reverse=True)[self.capacity]
+    def update(self, blob: memoryview | bytes, sizes: NDArray[np.int64]) -> None:
+        """Count the values joined in ``blob`` (``sizes``: the size of each)."""
+        if not sizes.size:
+            return
+        self.n += int(sizes.size)
+        found, first, counts = np.unique(
+            hash_joined(blob, sizes), return_index=True, return_counts=True
+        )
+        keys, inverse = np.unique(np.concatenate([self._hashes, found]), return_inverse=True)
+        weights = np.concatenate([self._counts, counts]).astype(np.float64)
+        totals = np.bincount(inverse, weights=weights).astype(np.int64)
+        trimmed = keys.size > SLACK * self.capacity
+        if trimmed:
+            cut = int(np.partition(totals, keys.size - self.capacity - 1)[-self.capacity - 1])
             self.count_error += cut
-            self._counts = Counter({v: c - cut for v, c in counts.items() if c > cut})
+            keep = totals > cut
+            keys, totals = keys[keep], totals[keep] - cut
+        new = keys[~np.isin(keys, self._hashes, assume_unique=True)]
+        if new.size:
+            at = first[np.searchsorted(found, new)]  # each new value's first place in the batch
+            starts = (np.cumsum(sizes) - sizes)[at].tolist()
+            view = memoryview(blob)
+            for key, start, size in zip(new.tolist(), starts, sizes[at].tolist(), strict=True):
+                self._values[key] = bytes(view[start : start + size])
+        if trimmed:
+            self._values = {key: self._values[key] for key in keys.tolist()}
+        self._hashes, self._counts = keys, totals
+
+    def update_list(self, values: Sequence[bytes]) -> None:
+        """Count values given one by one."""
+        self.update(b"".join(values), np.array([len(v) for v in values], dtype=np.int64))
 
     @property
     def distinct(self) -> int | None:
         """How many distinct values there were, when every one was kept (else ``None``)."""
-        return len(self._counts) if not self.count_error else None
+        return int(self._hashes.size) if not self.count_error else None
 
     def counts(self) -> dict[bytes, int]:
         """Every value kept, with its count."""
-        return dict(self._counts)
+        return {
+            self._values[key]: count
+            for key, count in zip(self._hashes.tolist(), self._counts.tolist(), strict=True)
+        }
 
     def top(self, k: int) -> list[tuple[bytes, int]]:
         """The ``k`` values with the largest counts (ties by value), with their counts."""
-        return sorted(self._counts.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return sorted(self.counts().items(), key=lambda item: (-item[1], item[0]))[:k]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen.tools.sketches import QuantileSketch, TopValues, equal_width_edges
+from codegen.tools.sketches import SLACK, QuantileSketch, TopValues, equal_width_edges
 
 
 def true_rank(sorted_values: np.ndarray, x: float) -> tuple[int, int]:
@@ -91,25 +91,25 @@ def test_odd_capacity_is_refused() -> None:
 
 
 def test_top_values_are_exact_while_few() -> None:
-    top = TopValues(capacity=3)
-    top.update([b"b", b"a", b"b", b"c"])
-    top.update([b"b", b"a", b"d"])
+    top = TopValues(capacity=1)
+    top.update_list([b"b", b"a", b"b", b"c"])
+    top.update(b"bad", np.array([1, 1, 1]))
     assert top.top(2) == [(b"b", 3), (b"a", 2)]
     assert (top.n, top.count_error, top.distinct) == (7, 0, 4)
     assert top.counts() == {b"a": 2, b"b": 3, b"c": 1, b"d": 1}
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(0, 60), min_size=1, max_size=2000), st.integers(1, 10))
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=3000), st.integers(1, 10))
 def test_top_counts_within_the_counted_error(items: list[int], capacity: int) -> None:
     values = [str(i).encode() for i in items]
     top = TopValues(capacity=capacity)
     for start in range(0, len(values), 37):
-        top.update(values[start : start + 37])
+        top.update_list(values[start : start + 37])
     truth = Counter(values)
     assert top.n == len(values)
     assert top.count_error <= len(values) / (capacity + 1)
-    assert len(top.counts()) <= 2 * capacity or top.count_error == 0
+    assert len(top.counts()) <= SLACK * capacity
     for value, count in top.counts().items():
         assert truth[value] - top.count_error <= count <= truth[value]
     for value, count in truth.items():  # a value missing from the counts is rare enough
