@@ -4,9 +4,11 @@ Builds deterministic data for every workload, checks that all paths agree on it,
 contender on it in the same run, and prints records/s, MB/s and ratios with the machine, then
 PASS/FAIL for each bar. Progress goes to stderr, the report to stdout.
 
-Options: ``--quick`` (small sizes, a smoke run), ``--workloads NAME ...``, ``--contenders WORD ...`` (some
+Options: ``--quick`` (small sizes, a smoke run), ``--workloads NAME ...``, ``--rows WORD ...`` (some
 rows only, with what their bars compare them to), ``--repeats N``,
-``--markdown FILE``, ``--json FILE``, ``--plot FILE.png`` (needs matplotlib), ``--data-dir DIR``.
+``--markdown FILE``, ``--json FILE``, ``--plot FILE.png`` (needs matplotlib), ``--data-dir DIR``;
+``--report-scan GB`` times only ``tfr-gen report`` over GB gigabytes of customer records
+(:mod:`benchmarks.report_scan`) and prints its bars.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import json
 import sys
 from pathlib import Path
 
+from benchmarks.bars import report_scan_bars
 from benchmarks.report import format_markdown, format_text, to_json, write_plot
+from benchmarks.report_scan import measure
 from benchmarks.suite import Settings, run
 from benchmarks.workloads import BY_NAME, ROOT, WORKLOADS, Workload
 
@@ -70,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the generated data (default 0)"
     )
+    parser.add_argument(
+        "--report-scan",
+        type=float,
+        metavar="GB",
+        help="run only tfr-gen report --html over GB gigabytes of customer records (the bar: 1),"
+        " with its speed and peak memory",
+    )
     return parser
 
 
@@ -89,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the suite; the exit status is 0 when it ran (bars may still fail), 2 on bad options."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.report_scan is not None:
+        if args.report_scan <= 0:
+            parser.error(f"--report-scan must be positive, got {args.report_scan}")
+        scan = measure(args.data_dir, args.report_scan, args.seed)
+        sys.stdout.write(f"{scan}\n" + "".join(f"{line}\n" for line in report_scan_bars(scan)))
+        return 0
     workloads = _selected(parser, args.workloads)
     repeats = (
         args.repeats

@@ -33,6 +33,7 @@ from benchmarks.contenders import (
     TFRGEN_WRITE,
     VAHIDK_READ,
 )
+from benchmarks.report_scan import ReportScan
 from benchmarks.results import WorkloadResult
 from benchmarks.workloads import BY_NAME, Workload
 
@@ -53,6 +54,12 @@ ENCODE_BATCH_VS_ENCODE = 2.0
 """``encode_batch`` from columns against per-record ``encode`` of records already built, on every workload."""
 CONVERT_VS_PYARROW = 3.0
 """``tfr-gen convert`` TFRecord -> snappy Parquet against TensorFlow's parse plus pyarrow, on every workload."""
+REPORT_MB_PER_S = 100.0
+"""``tfr-gen report --html`` over 1 GB of customer records (``--report-scan``), in MB/s."""
+REPORT_MEMORY_GROWTH = 1.25
+"""Peak memory of that run at most this many times that over a file 16 times smaller."""
+REPORT_MEMORY_SLACK = 32_000_000
+"""Bytes of peak memory the big run may add to that bound (allocator noise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,21 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         (CLI_CONVERT, TF_PYARROW_PARQUET, CONVERT_VS_PYARROW),
     )
     return tuple((c, b, r) for c, b, r in bars if r is not None)
+
+
+def report_scan_bars(scan: ReportScan) -> list[str]:
+    """PASS/FAIL lines of the ``--report-scan`` bars: its speed, and peak memory that does not grow
+    with the file."""
+    speed = "PASS" if scan.mb_per_s >= REPORT_MB_PER_S else "FAIL"
+    bound = scan.small_peak * REPORT_MEMORY_GROWTH + REPORT_MEMORY_SLACK
+    memory = "PASS" if scan.big_peak <= bound else "FAIL"
+    return [
+        f"{speed}  report-scan: {scan.mb_per_s:,.1f} MB/s (bar >= {REPORT_MB_PER_S:g} MB/s)",
+        f"{memory}  report-scan: peak memory {scan.big_peak / 1e6:,.0f} MB over "
+        f"{scan.big_bytes / 1e6:,.0f} MB, {scan.small_peak / 1e6:,.0f} MB over "
+        f"{scan.small_bytes / 1e6:,.0f} MB (bar: at most {REPORT_MEMORY_GROWTH:g}x + "
+        f"{REPORT_MEMORY_SLACK / 1e6:g} MB)",
+    ]
 
 
 def evaluate(results: Sequence[WorkloadResult]) -> list[Bar]:

@@ -12,8 +12,8 @@ Groups, each with the baseline its ratios are taken against:
   one copy of the bytes, as a reader that checks and hands over every record must do);
 * ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file;
 * ``scan`` (vs tfr-gen's ``read_tfrecord`` of raw bytes): the ``tfr-gen`` commands that read a
-  whole file (``stats``, ``cat --format json``, ``infer``, ``validate``), run in-process as the
-  command line runs them, their output thrown away;
+  whole file (``stats``, ``cat --format json``, ``infer``, ``validate``, ``report --html``), run in-process
+  as the command line runs them, their output thrown away;
 * ``convert`` (vs a pyarrow baseline built on TensorFlow's parse): the TFRecord file -> a snappy Parquet file.
 
 ``tfr-gen encode_batch`` (columns -> ``Example`` bytes, batches built once from the records) and ``tfr-gen
@@ -76,6 +76,7 @@ CLI_INFER = "tfr-gen infer FILE"
 CLI_VALIDATE = "tfr-gen validate SCHEMA FILE"
 CLI_CONVERT = "tfr-gen convert SCHEMA FILE OUT.parquet"
 TF_PYARROW_PARQUET = "TF parse_example -> pyarrow -> Parquet"
+CLI_REPORT = "tfr-gen report --html PAGE FILE"
 
 BASELINES: dict[Group, str] = {
     "encode": PROTOBUF_BUILD,
@@ -111,6 +112,7 @@ NAMES: tuple[str, ...] = (
     CLI_CAT,
     CLI_INFER,
     CLI_VALIDATE,
+    CLI_REPORT,
     CLI_CONVERT,
     TF_PYARROW_PARQUET,
 )
@@ -566,5 +568,10 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
             "convert",
             lambda: _tf_pyarrow_parquet(p, tf, scratch),
             needs_tf=True,
+        ),
+        Contender(
+            CLI_REPORT,
+            "scan",
+            _command(p, "report", "{file}", "--html", str(scratch / f"{p.workload.name}.html")),
         ),
     ]

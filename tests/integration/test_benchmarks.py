@@ -359,3 +359,19 @@ def test_tf_pipeline_decodes_raw_images_to_their_arrays(
     for image, values in zip(images, prepared.values, strict=True):
         assert image.dtype == tf.uint8
         assert np.array_equal(image.numpy(), values["image"])
+
+
+def test_report_scan_measures_speed_and_peak_memory(bench: ModuleType, tmp_path: Path) -> None:
+    """``python -m benchmarks --report-scan GB``: one run over a file of customer records (tiny
+    here), its MB/s and the peak memory of that run and of one over a 16 times smaller file."""
+    from benchmarks.bars import report_scan_bars
+    from benchmarks.report_scan import measure
+
+    scan = measure(tmp_path, 0.016)
+    assert scan.big_bytes >= 16_000_000 and scan.small_bytes >= 1_000_000
+    assert scan.big_seconds > 0 and scan.mb_per_s > 0
+    assert 10_000_000 < scan.small_peak and 10_000_000 < scan.big_peak
+    assert list(tmp_path.glob("report*")) == []  # its files are removed
+    speed, memory = report_scan_bars(scan)
+    assert speed.split()[0] in ("PASS", "FAIL") and "report-scan" in speed
+    assert memory.split()[0] in ("PASS", "FAIL") and "peak memory" in memory
