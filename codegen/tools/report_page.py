@@ -87,9 +87,15 @@ function swatch(i) { return el("span", {class: "swatch", style: "background:" + 
 function header() {
   const parts = data.datasets.map((d, i) => {
     const sample = d.sample ? " (sample of " + d.sample.size + ", seed " + d.sample.seed + ")" : "";
+    const notes = [];
+    if (d.skipped_spans) {
+      notes.push(d.skipped_spans + " unreadable stretches (" + fmt(d.skipped_bytes) + " bytes) skipped");
+    }
+    if (d.malformed_records.length) notes.push(d.malformed_records.length + " malformed records");
+    if (d.interrupted) notes.push("interrupted: the records read before Ctrl-C");
     return el("span", {}, swatch(i), d.name + ": " + fmt(d.records) + " records of " +
       fmt(d.records_read) + " in " + d.files.length + " file" + (d.files.length === 1 ? "" : "s") +
-      sample);
+      sample + (notes.length ? " · " + notes.join(" · ") : ""));
   });
   const schema = data.schema ? el("div", {}, "schema " + data.schema.path + ", record " +
     data.schema.record) : null;
