@@ -149,6 +149,9 @@ def test_thumbnails_show(browser: Any, tmp_path: Path) -> None:
                 "records_read": 1,
                 "sample": None,
                 "malformed_records": [],
+                "skipped_spans": 2,
+                "skipped_bytes": 40,
+                "interrupted": True,
                 "validation": None,
             }
         ],
@@ -174,6 +177,9 @@ def test_thumbnails_show(browser: Any, tmp_path: Path) -> None:
     (tmp_path / "page.html").write_text(report_html(document), "utf-8")
     open_page(browser, tmp_path / "page.html")
     assert console_problems(browser) == []
+    header = browser.find_element("css selector", "header").text
+    assert "2 unreadable stretches (40 bytes) skipped" in header
+    assert "interrupted: the records read before Ctrl-C" in header
     (image,) = browser.find_elements("css selector", ".thumbs img")
     assert browser.execute_script("return arguments[0].naturalWidth", image) == 8
     assert image.get_attribute("src") == url
