@@ -39,7 +39,12 @@ class KeyDetail:
         kinds = scan.kinds
         listed = scan.counts[(kinds >= Wire.BYTES) & (kinds <= Wire.INT64)]
         if listed.size:
-            counts, records = np.unique(listed, return_counts=True)
+            if int(listed.max()) < 1 << 16:
+                tally = np.bincount(listed)
+                counts = np.flatnonzero(tally)
+                records = tally[counts]
+            else:
+                counts, records = np.unique(listed, return_counts=True)
             self.value_counts.update(dict(zip(counts.tolist(), records.tolist(), strict=True)))
         if scan.ints.size:
             self._add_numbers(scan.ints)

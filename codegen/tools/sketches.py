@@ -175,27 +175,40 @@ class TopValues:
         if not sizes.size:
             return
         self.n += int(sizes.size)
-        found, first, counts = np.unique(
-            hash_joined(blob, sizes), return_index=True, return_counts=True
-        )
-        keys, inverse = np.unique(np.concatenate([self._hashes, found]), return_inverse=True)
-        weights = np.concatenate([self._counts, counts]).astype(np.float64)
-        totals = np.bincount(inverse, weights=weights).astype(np.int64)
+        hashes = hash_joined(blob, sizes)
+        order = np.argsort(hashes)
+        ordered = hashes[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        found = ordered[starts]  # sorted, distinct
+        counts = np.diff(np.append(starts, ordered.size))
+        where = order[starts]  # a place of each found value in the batch
+        held, totals = self._hashes, self._counts
+        at = np.searchsorted(held, found)
+        known = held[np.minimum(at, held.size - 1)] == found if held.size else at < 0
+        totals = totals.copy()
+        totals[at[known]] += counts[known]
+        fresh = ~known
+        keys = np.insert(held, at[fresh], found[fresh])  # stays sorted
+        totals = np.insert(totals, at[fresh], counts[fresh])
+        is_new = np.zeros(keys.size, dtype=bool)
+        is_new[at[fresh] + np.arange(int(fresh.sum()))] = True
         trimmed = keys.size > SLACK * self.capacity
         if trimmed:
             cut = int(np.partition(totals, keys.size - self.capacity - 1)[-self.capacity - 1])
             self.count_error += cut
             keep = totals > cut
-            keys, totals = keys[keep], totals[keep] - cut
-        new = keys[~np.isin(keys, self._hashes, assume_unique=True)]
+            keys, totals, is_new = keys[keep], totals[keep] - cut, is_new[keep]
+        new = keys[is_new]
         if new.size:
-            at = first[np.searchsorted(found, new)]  # each new value's first place in the batch
-            starts = (np.cumsum(sizes) - sizes)[at].tolist()
-            view = memoryview(blob)
-            for key, start, size in zip(new.tolist(), starts, sizes[at].tolist(), strict=True):
-                self._values[key] = bytes(view[start : start + size])
+            place = where[np.searchsorted(found, new)]
+            ends = np.cumsum(sizes)
+            slices = map(slice, (ends - sizes)[place].tolist(), ends[place].tolist())
+            self._values.update(
+                zip(new.tolist(), map(bytes(blob).__getitem__, slices), strict=True)
+            )
         if trimmed:
-            self._values = {key: self._values[key] for key in keys.tolist()}
+            kept = keys.tolist()
+            self._values = dict(zip(kept, map(self._values.__getitem__, kept), strict=True))
         self._hashes, self._counts = keys, totals
 
     def update_list(self, values: Sequence[bytes]) -> None:
