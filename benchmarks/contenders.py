@@ -558,6 +558,11 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
             "scan",
             _command(p, "validate", "{schema}", "{file}", "--record", "{record}"),
         ),
+        Contender(
+            CLI_REPORT,
+            "scan",
+            _command(p, "report", "{file}", "--html", str(scratch / f"{p.workload.name}.html")),
+        ),
         with_arrow(
             CLI_CONVERT,
             "convert",
@@ -568,10 +573,5 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
             "convert",
             lambda: _tf_pyarrow_parquet(p, tf, scratch),
             needs_tf=True,
-        ),
-        Contender(
-            CLI_REPORT,
-            "scan",
-            _command(p, "report", "{file}", "--html", str(scratch / f"{p.workload.name}.html")),
         ),
     ]
