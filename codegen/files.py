@@ -10,24 +10,52 @@ An ``OSError`` while writing names the target the caller asked for, never the te
 and says what is wrong in plain words (a missing directory, a directory without write
 permission). :func:`check_output` tells the same before any work is done, so a command that scans
 gigabytes fails before the scan rather than after it.
+
+A writer holds an exclusive ``flock`` on its temporary file from its creation until it is renamed
+(POSIX), so the temporary files of killed writers are recognised without guessing: a temporary
+file that nobody holds locked (and that is older than :data:`STALE_AFTER` seconds, which covers
+the instant between its creation and its locking) is stale. :func:`stale_temporaries` lists them
+and :func:`remove_stale_temporaries` removes them; every new temporary file first removes the stale
+ones of its target. Where ``flock`` is missing, a temporary file is stale after a day. Removing a
+temporary file never depends on closing it first: a disk that is full when the file is closed
+still gets its space back.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
+import time
 from typing import BinaryIO
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
+    "STALE_AFTER",
     "check_output",
     "create_temporary",
+    "discard_temporary",
     "fsync_directory",
     "output_error",
+    "remove_stale_temporaries",
     "replace",
+    "stale_temporaries",
     "temporary_name",
     "write_atomic",
 ]
+
+STALE_AFTER = 10.0
+"""Seconds after which an unlocked temporary file is stale (where ``flock`` exists)."""
+
+_STALE_WITHOUT_LOCKS = 86400.0
+"""Seconds after which a temporary file is stale where files cannot be locked."""
+
+_TEMPORARY = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{12}\.tmp")
 
 
 def temporary_name(path: str | os.PathLike[str]) -> str:
@@ -74,17 +102,96 @@ def check_output(path: str | os.PathLike[str]) -> None:
         raise output_error(PermissionError(errno.EACCES, os.strerror(errno.EACCES)), name)
 
 
-def create_temporary(path: str | os.PathLike[str]) -> tuple[BinaryIO, str]:
-    """A new temporary file beside ``path``, open for binary writing, and its name.
+def create_temporary(path: str | os.PathLike[str], *, clean: bool = True) -> tuple[BinaryIO, str]:
+    """A new temporary file beside ``path``, open for binary writing and locked while it is open,
+    and its name.
 
-    An ``OSError`` names ``path`` (:func:`output_error`).
+    With ``clean`` the stale temporary files of ``path`` (left by killed writers) are removed
+    first. An ``OSError`` names ``path`` (:func:`output_error`).
     """
+    if clean:
+        remove_stale_temporaries(
+            os.path.dirname(os.path.abspath(os.fspath(path))), os.path.basename(os.fspath(path))
+        )
     temporary = temporary_name(path)
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
     except OSError as exc:
         raise output_error(exc, path) from None
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass  # a file system without locks: the temporary file is recognised by its age
     return os.fdopen(fd, "wb"), temporary
+
+
+def discard_temporary(file: BinaryIO, temporary: str) -> None:
+    """Closes (ignoring errors such as a full disk) and deletes an unfinished temporary file."""
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        pass
+    finally:
+        try:
+            file.close()
+        except OSError:
+            pass
+
+
+def _is_stale(path: str, now: float) -> bool:
+    """Whether the temporary file ``path`` belongs to no live writer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_BINARY)
+    except OSError:
+        return False  # gone, or not ours to judge
+    try:
+        age = now - os.fstat(fd).st_mtime
+        if fcntl is None:
+            return age > _STALE_WITHOUT_LOCKS
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its writer holds it
+        except OSError:
+            return age > _STALE_WITHOUT_LOCKS  # a file system without locks
+        return age > STALE_AFTER
+    finally:
+        os.close(fd)
+
+
+def stale_temporaries(directory: str | os.PathLike[str], target: str | None = None) -> list[str]:
+    """The stale temporary files in ``directory`` (of the file named ``target`` only, if given),
+    as sorted paths: hidden ``.<name>.<random>.tmp`` files that no live writer holds."""
+    root = os.fspath(directory)
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    now = time.time()
+    found = []
+    for name in names:
+        match = _TEMPORARY.fullmatch(name)
+        if match is None or (target is not None and match["target"] != target):
+            continue
+        path = os.path.join(root, name)
+        if _is_stale(path, now):
+            found.append(path)
+    return sorted(found)
+
+
+def remove_stale_temporaries(
+    directory: str | os.PathLike[str], target: str | None = None
+) -> list[str]:
+    """Removes the files :func:`stale_temporaries` lists; returns their paths."""
+    removed = []
+    for path in stale_temporaries(directory, target):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
 
 
 _O_BINARY: int = getattr(os, "O_BINARY", 0)
@@ -122,17 +229,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     file, temporary = create_temporary(path)
     try:
         try:
-            with file:
-                file.write(data.encode("utf-8") if isinstance(data, str) else data)
-                file.flush()
-                os.fsync(file.fileno())
+            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            file.flush()
+            os.fsync(file.fileno())
         except OSError as exc:
             raise output_error(exc, path) from None
-        replace(temporary, path)
+        replace(temporary, path)  # while the file is open, so it stays locked until renamed
     except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
+        discard_temporary(file, temporary)
         raise
+    file.close()
     fsync_directory(os.path.dirname(os.path.abspath(os.fspath(path))))

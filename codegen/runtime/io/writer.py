@@ -19,8 +19,16 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import BinaryIO, Protocol
 
+import crc32c
+
 from codegen.errors import TfrGenError
-from codegen.files import create_temporary, fsync_directory, replace, write_atomic
+from codegen.files import (
+    create_temporary,
+    discard_temporary,
+    fsync_directory,
+    replace,
+    write_atomic,
+)
 from codegen.runtime.io import framing
 from codegen.runtime.io.compression import (
     Compression,
@@ -41,15 +49,7 @@ __all__ = [
 _WRITE_CHUNK = 1 << 20  # framed bytes collected before they go to the file (or the compressor)
 _WRITEBACK_STEP = 1 << 20  # bytes written to a temporary file between starts of their writeback
 _START_WRITEBACK = sys.platform == "linux"  # where posix_fadvise(DONTNEED) starts writeback
-
-
-def _discard(file: BinaryIO, temporary: str) -> None:
-    """Closes and deletes an unfinished temporary file."""
-    file.close()
-    try:
-        os.unlink(temporary)
-    except FileNotFoundError:
-        pass
+_RENAME_OPEN_FILES = os.name == "posix"  # where an open file can be renamed
 
 
 class AtomicFile:
@@ -60,17 +60,24 @@ class AtomicFile:
     :meth:`commit` flushes it, syncs it to disk, atomically renames it onto ``path`` (replacing an
     existing file) and syncs the directory. :meth:`discard`, a ``with`` block that exits with an
     exception, or the object being garbage collected uncommitted deletes the temporary file, and
-    nothing appears under ``path``. While the file grows, its writeback to disk is started a chunk
-    at a time (on Linux), so that the ``fsync`` of :meth:`commit` has little left to wait for.
+    nothing appears under ``path``; the temporary file is deleted even when closing it fails (a
+    full disk). While the file grows, its writeback to disk is started a chunk at a time (on
+    Linux), so that the ``fsync`` of :meth:`commit` has little left to wait for.
+
+    The temporary file stays locked until it is renamed, so a killed writer's temporary file is
+    recognised as stale; creating an ``AtomicFile`` removes the stale temporary files of its
+    target (unless ``clean=False``, for targets whose names are never reused). :attr:`crc32c` is
+    the crc32c of the bytes written so far, :attr:`size` their count.
     """
 
-    def __init__(self, path: PathLike) -> None:
+    def __init__(self, path: PathLike, *, clean: bool = True) -> None:
         self.name = os.fspath(path)  # as the caller gave it: errors name it
         self.path = os.path.abspath(self.name)  # unaffected by later changes of directory
         self.directory = os.path.dirname(self.path)
         self._file: BinaryIO
-        self._file, self.temporary = create_temporary(self.name)
-        self._finalizer = weakref.finalize(self, _discard, self._file, self.temporary)
+        self._file, self.temporary = create_temporary(self.name, clean=clean)
+        self._finalizer = weakref.finalize(self, discard_temporary, self._file, self.temporary)
+        self.crc32c = 0
         self._written = 0  # bytes handed to the file
         self._flushing = 0  # bytes whose writeback to disk has been started
         self._hint_writeback = _START_WRITEBACK
@@ -78,9 +85,15 @@ class AtomicFile:
     def write(self, data: bytes) -> None:
         """Appends ``data`` to the temporary file."""
         self._file.write(data)
+        self.crc32c = crc32c.crc32c(data, self.crc32c)
         self._written += len(data)
         if self._hint_writeback and self._written - self._flushing >= _WRITEBACK_STEP:
             self._start_writeback()
+
+    @property
+    def size(self) -> int:
+        """How many bytes were written."""
+        return self._written
 
     def flush(self) -> None:
         """Hands what was written to the operating system (the target appears on :meth:`commit`)."""
@@ -114,9 +127,14 @@ class AtomicFile:
         try:
             self._file.flush()
             os.fsync(self._file.fileno())
-            self._file.close()
-            replace(self.temporary, self.path, name=self.name)
-            self._finalizer.detach()
+            if _RENAME_OPEN_FILES:  # renamed while open, so it stays locked until renamed
+                replace(self.temporary, self.path, name=self.name)
+                self._finalizer.detach()
+                self._file.close()
+            else:
+                self._file.close()
+                replace(self.temporary, self.path, name=self.name)
+                self._finalizer.detach()
             fsync_directory(self.directory)
         except BaseException:
             self._finalizer()
