@@ -3,14 +3,9 @@
 
 from __future__ import annotations
 
-import os
-import re
 import secrets
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
-from typing import BinaryIO
 
 from apache_beam.io.filesystem import (
     BeamIOError,
@@ -19,7 +14,14 @@ from apache_beam.io.filesystem import (
 from apache_beam.io.filesystems import FileSystems
 
 from codegen.errors import DataError, TfrGenError
-from codegen.runtime.data.manifest import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
+from codegen.runtime.data.manifest import (
+    MANIFEST_SUFFIX,
+    Manifest,
+    dataset_file_pattern,
+    default_prefix,
+    parse_manifest,
+)
+from codegen.runtime.data.store import ChecksummedInput
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.reader import TFRecordReader
 
@@ -52,7 +54,7 @@ def _match(pattern: str) -> list[tuple[str, int]]:
 
 def dataset_files(directory: str, prefix: str) -> list[str]:
     """The manifest and shard files of the dataset ``prefix`` that exist in ``directory``."""
-    shard = re.compile(re.escape(prefix) + r"-[0-9]{5,}-of-[0-9]{5,}\.tfrecord(?:\.gz|\.zlib)?")
+    shard = dataset_file_pattern(prefix)
     manifest = prefix + MANIFEST_SUFFIX
     names = (FileSystems.split(path)[1] for path, _ in _match(join(directory, prefix + "*")))
     return sorted(name for name in names if name == manifest or shard.fullmatch(name))
@@ -105,16 +107,21 @@ def write_text_atomic(path: str, text: str) -> None:
 
 
 @contextmanager
-def open_records(path: str, compression: Compression) -> Iterator[TFRecordReader]:
-    """A CRC-checking reader of the TFRecord file ``path``; its errors name ``path``."""
+def open_records(
+    path: str, compression: Compression
+) -> Iterator[tuple[TFRecordReader, ChecksummedInput]]:
+    """A CRC-checking reader of the TFRecord file ``path`` (its errors name ``path``), and the
+    file it reads, whose ``crc32c`` and ``size`` cover the bytes read."""
     try:
-        file: BinaryIO = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        file = ChecksummedInput(
+            FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        )
     except (BeamIOError, OSError) as exc:
         raise TfrGenError(f"{path}: cannot read the shard: {exc}") from None
     try:
-        with TFRecordReader(file, compression=compression) as reader:
+        with TFRecordReader(file, compression=compression) as reader:  # type: ignore[arg-type]
             try:
-                yield reader
+                yield reader, file
             except DataError as exc:
                 if exc.path == path:
                     raise
@@ -147,8 +154,7 @@ def choose_prefix(directory: str, record: str) -> str:
 
 def load_dataset_manifest(directory: str, prefix: str) -> Manifest:
     """The manifest of the dataset ``prefix`` in ``directory``, checked as
-    :func:`~codegen.runtime.data.shards.load_manifest` checks it (on a local copy, so the same checks
-    apply on every filesystem; its errors name the real path)."""
+    :func:`~codegen.runtime.data.manifest.load_manifest` checks it (its errors name its path)."""
     path = join(directory, prefix + MANIFEST_SUFFIX)
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as file:
@@ -157,13 +163,4 @@ def load_dataset_manifest(directory: str, prefix: str) -> Manifest:
         raise TfrGenError(
             f"{path}: no such manifest: no dataset {prefix!r} here, or its writing did not finish"
         ) from None
-    with tempfile.TemporaryDirectory(prefix="tfr-gen-manifest-") as local:
-        with open(os.path.join(local, prefix + MANIFEST_SUFFIX), "wb") as copy:
-            copy.write(content)
-        try:
-            manifest = load_manifest(local, prefix)
-        except TfrGenError as exc:
-            raise TfrGenError(
-                str(exc).replace(os.path.join(local, prefix + MANIFEST_SUFFIX), path)
-            ) from None
-    return replace(manifest, directory=directory)
+    return parse_manifest(content, directory, prefix, path)

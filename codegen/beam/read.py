@@ -28,8 +28,9 @@ __all__ = ["ReadDataset"]
 
 _GLOB = frozenset("*?[")
 
-_Shard = tuple[str, int, int, Compression]
-"""One shard to read: its path, and its record count, byte size and compression per its manifest."""
+_Shard = tuple[str, int, int, int | None, Compression]
+"""One shard to read: its path, and its record count, byte size, crc32c and compression per its
+manifest."""
 
 
 class ReadDataset(beam.PTransform):  # type: ignore[misc]
@@ -87,7 +88,13 @@ class ReadDataset(beam.PTransform):  # type: ignore[misc]
 
     def expand(self, begin: Any) -> Any:
         shards: list[_Shard] = [
-            (join(manifest.directory, shard.file), shard.records, shard.size, manifest.compression)
+            (
+                join(manifest.directory, shard.file),
+                shard.records,
+                shard.size,
+                shard.crc32c,
+                manifest.compression,
+            )
             for manifest in self.manifests()
             for shard in manifest.shards
         ]
@@ -103,14 +110,14 @@ class ReadDataset(beam.PTransform):  # type: ignore[misc]
 
 def _read_shard(shard: _Shard, record: type[R]) -> Iterator[R]:
     """The decoded records of one shard, checked against its manifest entry."""
-    path, records, size, compression = shard
+    path, records, size, checksum, compression = shard
     actual = file_size(path)
     if actual != size:
         raise TfrGenError(
             f"{path}: the shard has {actual} bytes but the manifest lists {size}: it was"
             " changed or replaced after the dataset was written"
         )
-    with open_records(path, compression) as reader:
+    with open_records(path, compression) as (reader, file):
         for data in reader:
             index = reader.index - 1
             offset = reader.offset - len(data) - 16  # the record's header
@@ -133,3 +140,9 @@ def _read_shard(shard: _Shard, record: type[R]) -> Iterator[R]:
                 index=reader.index,
                 offset=reader.offset,
             )
+    if (file.size, file.crc32c) != (size, checksum if checksum is not None else file.crc32c):
+        raise TfrGenError(
+            f"{path}: the shard's bytes differ from those its manifest lists (crc32c"
+            f" {file.crc32c:08x}, {file.size} bytes): it was changed or replaced after the"
+            " dataset was written"
+        )

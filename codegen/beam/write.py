@@ -14,8 +14,8 @@ from codegen.beam.encode import EncodeRecords
 from codegen.beam.files import (
     dataset_files,
     delete,
-    file_size,
     join,
+    load_dataset_manifest,
     open_records,
     write_text_atomic,
 )
@@ -29,6 +29,7 @@ from codegen.runtime.data.manifest import (
     check_compression,
     check_prefix,
     default_prefix,
+    new_write_id,
     shard_name,
 )
 from codegen.runtime.data.schemainfo import SchemaInfo
@@ -66,6 +67,7 @@ class _Layout:
     compression: Compression
     shards: int | None
     overwrite: bool
+    write_id: str
 
     @property
     def manifest_path(self) -> str:
@@ -76,19 +78,24 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]
     """Writes a PCollection of records (or mappings of their fields) as a schema-typed dataset.
 
     The dataset is the one ``Record.write_dataset`` writes and ``Record.read_dataset`` reads:
-    shards ``<prefix>-00000-of-00008.tfrecord.gz`` (``.tfrecord.zlib`` for ``"zlib"``,
+    shards ``<prefix>-<write id>-00000-of-00008.tfrecord.gz`` (``.tfrecord.zlib`` for ``"zlib"``,
     ``.tfrecord`` for ``None``) and ``<prefix>.manifest.json``, which names the record's schema
-    and lists every shard with its record count and byte size. ``prefix`` defaults to the record
+    and the write, and lists every shard with its record count, byte size and crc32c. ``prefix`` defaults to the record
     name in snake_case; ``shards=None`` lets the runner choose how many shards. Records are in no
     particular order (a PCollection has none).
 
-    The shards are written by ``beam.io.WriteToTFRecord``; once they are all finished, each one is
-    read back (checking every CRC) to count its records, and the manifest is written last, to a
-    temporary file renamed into place, so a dataset without a manifest is incomplete.
+    It follows the commit protocol of ``docs/datasets.md``: the shards, written by
+    ``beam.io.WriteToTFRecord``, get names that embed a write id new to this transform
+    (``<prefix>-<write id>-00000-of-00008.tfrecord.gz``); once they are all finished each one is
+    read back (checking every CRC) to count its records and checksum its bytes, and the manifest
+    is published last, to a temporary file renamed into place: that is the commit, and until then
+    an existing dataset is untouched and readable.
 
-    An existing dataset with the same prefix is an error when the pipeline is built, unless
-    ``overwrite``: then its manifest is deleted before any shard is written and, after the new
-    manifest, its shards that the new dataset did not replace.
+    An existing dataset with the same prefix is an error when the pipeline is built, and again
+    just before the commit, unless ``overwrite``: then, after the commit, the shards of the
+    manifest it replaced are deleted. Beam's file systems have no conditional create, so two
+    pipelines writing one dataset at once are not refused as ``write_dataset`` refuses them: the
+    manifest published last wins, whole, and names only its own shards.
 
     The result's ``.manifest`` holds the written manifest and ``.dead_letter`` every element that
     did not encode, as ``DeadLetter(element, error)``.
@@ -110,30 +117,16 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]
         self._schema = schema_info(record)
         compression = check_compression(compression)
         prefix = check_prefix(default_prefix(self._schema.record) if prefix is None else prefix)
-        self._layout = _Layout(os.fspath(directory), prefix, compression, shards, overwrite)
+        self._layout = _Layout(
+            os.fspath(directory), prefix, compression, shards, overwrite, new_write_id()
+        )
 
     def expand(self, elements: Any) -> WriteDatasetResult:
         layout = self._layout
-        existing = dataset_files(layout.directory, layout.prefix)
-        if existing and not layout.overwrite:
-            raise TfrGenError(
-                f"{layout.directory}: a dataset with prefix {layout.prefix!r} already exists"
-                f" ({', '.join(existing[:3])}{', ...' if len(existing) > 3 else ''}); pass"
-                " overwrite=True to replace it"
-            )
+        _check_absent(layout)
         encoded = elements | "Encode" >> EncodeRecords(self._record)
-        payloads = encoded.records
-        if layout.overwrite:
-            removed = (
-                elements.pipeline
-                | "Start" >> beam.Create([None])
-                | "RemoveOldManifest" >> beam.Map(_remove_manifest, layout)
-            )
-            payloads = payloads | "AfterOldManifest" >> beam.Map(
-                _after, beam.pvalue.AsSingleton(removed)
-            )
-        finished = payloads | "WriteShards" >> beam.io.WriteToTFRecord(
-            join(layout.directory, layout.prefix),
+        finished = encoded.records | "WriteShards" >> beam.io.WriteToTFRecord(
+            join(layout.directory, f"{layout.prefix}-{layout.write_id}"),
             file_name_suffix=EXTENSIONS[layout.compression],
             num_shards=layout.shards or 0,
             shard_name_template="-SSSSS-of-NNNNN",
@@ -151,22 +144,26 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]
         return WriteDatasetResult(manifest, encoded.dead_letter)
 
 
-def _remove_manifest(_: None, layout: _Layout) -> None:
-    """Deletes the manifest of the dataset being replaced: from now on it is incomplete."""
-    if layout.prefix + MANIFEST_SUFFIX in dataset_files(layout.directory, layout.prefix):
-        delete([layout.manifest_path])
+def _check_absent(layout: _Layout) -> None:
+    """An error if the dataset exists and may not be replaced."""
+    if not layout.overwrite and _exists(layout):
+        raise TfrGenError(
+            f"{layout.manifest_path}: a dataset with prefix {layout.prefix!r} already exists;"
+            " pass overwrite=True to replace it"
+        )
 
 
-def _after(payload: bytes, _: None) -> bytes:
-    """The payload, once the side input it waited for exists."""
-    return payload
+def _exists(layout: _Layout) -> bool:
+    return layout.prefix + MANIFEST_SUFFIX in dataset_files(layout.directory, layout.prefix)
 
 
 def _shard_files(finished: list[str], layout: _Layout) -> list[tuple[int, str]]:
     """Every shard of the dataset, from the files the sink reports finished."""
     extension = EXTENSIONS[layout.compression]
     pattern = re.compile(
-        re.escape(layout.prefix) + r"-([0-9]{5,})-of-([0-9]{5,})" + re.escape(extension)
+        re.escape(f"{layout.prefix}-{layout.write_id}")
+        + r"-([0-9]{5,})-of-([0-9]{5,})"
+        + re.escape(extension)
     )
     counts: set[int] = set()
     for path in finished:
@@ -175,7 +172,7 @@ def _shard_files(finished: list[str], layout: _Layout) -> list[tuple[int, str]]:
         if match is None:
             raise TfrGenError(
                 f"{path}: the sink wrote a file named unlike the dataset's shards"
-                f" ({layout.prefix}-NNNNN-of-NNNNN{extension})"
+                f" ({layout.prefix}-{layout.write_id}-NNNNN-of-NNNNN{extension})"
             )
         counts.add(int(match.group(2)))
     if layout.shards is not None:
@@ -187,34 +184,36 @@ def _shard_files(finished: list[str], layout: _Layout) -> list[tuple[int, str]]:
         )
     count = counts.pop()
     return [
-        (index, shard_name(layout.prefix, index, count, layout.compression))
+        (index, shard_name(layout.prefix, index, count, layout.compression, layout.write_id))
         for index in range(count)
     ]
 
 
 def _shard_info(shard: tuple[int, str], layout: _Layout) -> tuple[int, ShardInfo]:
-    """A finished shard's record count (every record read, its CRCs checked) and byte size."""
+    """A finished shard's record count (every record read, its CRCs checked), byte size and
+    crc32c."""
     index, name = shard
     path = join(layout.directory, name)
-    size = file_size(path)
-    with open_records(path, layout.compression) as reader:
+    with open_records(path, layout.compression) as (reader, file):
         for _ in reader:
             pass
         records: int = reader.index
-    return index, ShardInfo(name, records, size)
+    return index, ShardInfo(name, records, file.size, file.crc32c)
 
 
 def _write_manifest(
     shards: list[tuple[int, ShardInfo]], layout: _Layout, schema: SchemaInfo
 ) -> Manifest:
-    """Writes the manifest of the finished shards; with ``overwrite``, deletes the old shards."""
+    """Publishes the manifest of the finished shards (the commit); with ``overwrite``, then deletes
+    the shards of the manifest it replaced."""
     infos = tuple(info for _, info in sorted(shards, key=lambda shard: shard[0]))
-    manifest = Manifest(layout.directory, layout.prefix, schema, layout.compression, infos)
+    manifest = Manifest(
+        layout.directory, layout.prefix, schema, layout.compression, infos, layout.write_id
+    )
+    _check_absent(layout)
+    replaced = load_dataset_manifest(layout.directory, layout.prefix) if _exists(layout) else None
     write_text_atomic(layout.manifest_path, manifest.to_text())
-    if layout.overwrite:
-        current = {info.file for info in infos} | {layout.prefix + MANIFEST_SUFFIX}
-        stale = [
-            name for name in dataset_files(layout.directory, layout.prefix) if name not in current
-        ]
-        delete([join(layout.directory, name) for name in stale])
+    if replaced is not None:
+        current = {info.file for info in infos}
+        delete([join(layout.directory, s.file) for s in replaced.shards if s.file not in current])
     return manifest

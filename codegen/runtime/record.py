@@ -354,7 +354,8 @@ class Record(Generic[B, P]):
         overwrite: bool = False,
     ) -> Manifest:
         """Write records (one by one, or as columns: see :meth:`encode_batch`) as shards
-        ``<prefix>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema."""
+        ``<prefix>-<write id>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema;
+        publishing the manifest is the one commit (docs/datasets.md)."""
         return write_dataset(
             directory,
             cls._serialized(records, "write_dataset"),

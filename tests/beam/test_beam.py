@@ -16,12 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import crc32c
 import numpy as np
 import pytest
 
 from codegen.errors import MissingExtraError
 from codegen.generator.load import parse_schema
 from codegen.generator.render import render
+from codegen.runtime.io.reader import read_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
 from support.modules import generated_module
 from support.paths import GENERATED, ROOT, SCHEMAS, TESTS
 
@@ -95,14 +98,17 @@ def test_pipeline_writes_100k_records_in_8_gzip_shards_read_back_exactly_once(
     )
     assert report == {"record_count": RECORDS, "dead_letters": 0}
     directory = tmp_path / "dataset"
-    shard_names = [f"customer-{i:05d}-of-00008.tfrecord.gz" for i in range(SHARDS)]
-    assert dataset_files(directory) == [*shard_names, "customer.manifest.json"]
-
     manifest = Customer.dataset_manifest(directory)
+    assert manifest.write_id is not None
+    shard_names = [
+        f"customer-{manifest.write_id}-{i:05d}-of-00008.tfrecord.gz" for i in range(SHARDS)
+    ]
+    assert dataset_files(directory) == [*shard_names, "customer.manifest.json"]
     assert [shard.file for shard in manifest.shards] == shard_names
     assert manifest.record_count == RECORDS and manifest.compression == "gzip"
-    assert [shard.size for shard in manifest.shards] == [
-        (directory / name).stat().st_size for name in shard_names
+    assert [(shard.size, shard.crc32c) for shard in manifest.shards] == [
+        ((directory / name).stat().st_size, crc32c.crc32c((directory / name).read_bytes()))
+        for name in shard_names
     ]
     assert all(shard.records > 0 for shard in manifest.shards)
     module = generated_module("customer")
@@ -173,10 +179,12 @@ def test_elements_that_do_not_encode_go_to_the_dead_letter_output_with_their_err
 
 def write_runtime_dataset(
     directory: Path, ages: range, shards: int, compression: str | None
-) -> None:
-    Customer.write_dataset(
+) -> list[str]:
+    """Writes the dataset with the runtime; returns its shards' paths."""
+    manifest = Customer.write_dataset(
         directory, (customer_for(age) for age in ages), shards=shards, compression=compression
     )
+    return list(manifest.paths)
 
 
 def test_read_dataset_reads_every_dataset_a_glob_of_manifests_matches(
@@ -230,13 +238,13 @@ def test_write_dataset_refuses_an_existing_dataset_and_replaces_it_with_overwrit
     write_runtime_dataset(directory, range(10), 5, "gzip")
     report = run_pipeline(beam_python, "overwrite", tmp_path, "6")
     assert report["refused"] == (
-        f"{directory}: a dataset with prefix 'customer' already exists"
-        " (customer-00000-of-00005.tfrecord.gz, customer-00001-of-00005.tfrecord.gz,"
-        " customer-00002-of-00005.tfrecord.gz, ...); pass overwrite=True to replace it"
+        f"{directory}/customer.manifest.json: a dataset with prefix 'customer' already exists;"
+        " pass overwrite=True to replace it"
     )
+    write_id = Customer.dataset_manifest(directory).write_id
     assert dataset_files(directory) == [
-        "customer-00000-of-00002.tfrecord.gz",
-        "customer-00001-of-00002.tfrecord.gz",
+        f"customer-{write_id}-00000-of-00002.tfrecord.gz",
+        f"customer-{write_id}-00001-of-00002.tfrecord.gz",
         "customer.manifest.json",
     ]
     records = sorted(Customer.read_dataset(directory), key=lambda record: record.age)
@@ -249,11 +257,14 @@ def test_transforms_refuse_bad_arguments_and_datasets_that_differ_from_their_man
     (tmp_path / "empty").mkdir()
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("not a manifest")
-    write_runtime_dataset(tmp_path / "resized", range(10), 2, "gzip")
-    with (tmp_path / "resized" / "customer-00001-of-00002.tfrecord.gz").open("ab") as shard:
+    resized = write_runtime_dataset(tmp_path / "resized", range(10), 2, "gzip")[1]
+    with open(resized, "ab") as shard:
         shard.write(b"\0")
+    replaced = write_runtime_dataset(tmp_path / "replaced", range(10), 2, None)[1]
+    reordered = list(read_tfrecord(replaced))[::-1]
+    write_tfrecord(replaced, reordered)  # the same size and valid records, in another order
     miscounted = tmp_path / "miscounted"
-    write_runtime_dataset(miscounted, range(4), 1, None)
+    [miscounted_shard] = write_runtime_dataset(miscounted, range(4), 1, None)
     manifest = json.loads((miscounted / "customer.manifest.json").read_text())
     manifest["shards"][0]["records"] = manifest["record_count"] = 5
     (miscounted / "customer.manifest.json").write_text(json.dumps(manifest))
@@ -269,8 +280,9 @@ def test_transforms_refuse_bad_arguments_and_datasets_that_differ_from_their_man
         "glob_no_match": f"TfrGenError: {empty}/*.manifest.json: matches no dataset manifest",
         "glob_other_file": f"TfrGenError: {other}/*: matches {other}/notes.txt, which is not a",
         "glob_and_prefix": f"TfrGenError: {other}/*: prefix= chooses a dataset in a directory",
-        "resized": f"{tmp_path}/resized/customer-00001-of-00002.tfrecord.gz: the shard has",
-        "miscounted": f"{miscounted}/customer-00000-of-00001.tfrecord: record 4 at byte offset",
+        "resized": f"{resized}: the shard has",
+        "replaced": f"{replaced}: the shard's bytes differ from those its manifest lists",
+        "miscounted": f"{miscounted_shard}: record 4 at byte offset",
     }
     assert errors.keys() == expected.keys()
     for name, start in expected.items():

@@ -216,8 +216,9 @@ def overwrite(workdir: Path, options: list[str], count: int) -> dict[str, Any]:
 
 def refusals(workdir: Path, options: list[str]) -> dict[str, str]:
     """The errors of transforms given bad arguments or bad datasets (in ``workdir``: ``empty/``,
-    ``other/notes.txt``, ``resized/`` with a shard grown after writing and ``miscounted/`` whose
-    manifest lists one record more than its shard holds)."""
+    ``other/notes.txt``, ``resized/`` with a shard grown after writing, ``replaced/`` with a shard
+    replaced by another of the same size, and ``miscounted/`` whose manifest lists one record more
+    than its shard holds)."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -234,6 +235,7 @@ def refusals(workdir: Path, options: list[str]) -> dict[str, str]:
         "glob_other_file": lambda p: p | ReadDataset(Customer, f"{other}/*"),
         "glob_and_prefix": lambda p: ReadDataset(Customer, f"{other}/*", prefix="customer"),
         "resized": lambda p: p | ReadDataset(Customer, str(workdir / "resized")),
+        "replaced": lambda p: p | ReadDataset(Customer, str(workdir / "replaced")),
         "miscounted": lambda p: p | ReadDataset(Customer, str(workdir / "miscounted")),
     }
     errors: dict[str, str] = {}

@@ -73,6 +73,11 @@ COMMANDS: tuple[Command, ...] = (
         "write FILE.index (record offsets) beside uncompressed TFRecord files, for random access",
     ),
     Command(
+        "clean",
+        "clean",
+        "list (or --remove) what killed writers left: stale temporary files, locks and shards",
+    ),
+    Command(
         "json-schema",
         "jsonschema",
         "print the JSON Schema of tfr-gen schema files (for editor completion and checks)",

@@ -1,6 +1,10 @@
 """The manifest of a sharded dataset: ``<prefix>.manifest.json``, which names the writer's schema
-(module, record, version, fingerprint and canonical form) and every shard with its record count
-and byte size, and the file names of a dataset's shards.
+(module, record, version, fingerprint and canonical form), the write that produced the dataset
+(its write id) and every shard with its record count, byte size and the crc32c of its bytes; and
+the file names of a dataset's shards, which embed the write id (``docs/datasets.md``).
+
+Manifests of format version 1 (no write id, no checksums; shards named without a write id) are
+still read: their shards are checked by size and record count only.
 
 :func:`load_manifest` reads and validates a manifest, :func:`write_manifest` writes one
 atomically; :mod:`~codegen.runtime.data.shards` writes and reads the shards it lists.
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +27,7 @@ from codegen.runtime.io.writer import write_atomic
 
 __all__ = [
     "EXTENSIONS",
+    "LOCK_SUFFIX",
     "MANIFEST_SUFFIX",
     "Manifest",
     "ShardInfo",
@@ -36,6 +42,9 @@ __all__ = [
 MANIFEST_SUFFIX = ".manifest.json"
 """The file name of a dataset's manifest is its prefix followed by this."""
 
+LOCK_SUFFIX = ".lock"
+"""The file name of a dataset's writer lock is its prefix followed by this."""
+
 EXTENSIONS: dict[Compression, str] = {
     None: ".tfrecord",
     "gzip": ".tfrecord.gz",
@@ -44,7 +53,10 @@ EXTENSIONS: dict[Compression, str] = {
 """The file name extension of a dataset's shards, by their compression."""
 
 _FORMAT = "tfr-gen dataset"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+_WRITE_ID = re.compile(r"[0-9a-f]{16}")
+_MAX_MANIFEST_BYTES = 1 << 30
 _BAD_PREFIX = re.compile(r"[/\\\x00]")
 _CAMEL_BOUNDARY = re.compile(
     r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[0-9])(?=[A-Z][a-z])"
@@ -53,11 +65,13 @@ _CAMEL_BOUNDARY = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class ShardInfo:
-    """One shard of a dataset: its file name (in the dataset's directory), records and bytes."""
+    """One shard of a dataset: its file name (in the dataset's directory), records, bytes and the
+    crc32c of its bytes (``None`` in a manifest of format version 1)."""
 
     file: str
     records: int
     size: int
+    crc32c: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +83,8 @@ class Manifest:
     schema: SchemaInfo
     compression: Compression
     shards: tuple[ShardInfo, ...]
+    write_id: str | None = None
+    """The id of the write that produced the dataset (``None`` in a manifest of format version 1)."""
 
     @property
     def record_count(self) -> int:
@@ -91,6 +107,7 @@ class Manifest:
         return {
             "format": _FORMAT,
             "format_version": _FORMAT_VERSION,
+            "write_id": self.write_id,
             "module": schema.module,
             "record": schema.record,
             "version": schema.version,
@@ -99,7 +116,8 @@ class Manifest:
             "compression": self.compression,
             "record_count": self.record_count,
             "shards": [
-                {"file": s.file, "records": s.records, "bytes": s.size} for s in self.shards
+                {"file": s.file, "records": s.records, "bytes": s.size, "crc32c": s.crc32c}
+                for s in self.shards
             ],
         }
 
@@ -114,9 +132,32 @@ def default_prefix(record: str) -> str:
     return _CAMEL_BOUNDARY.sub("_", record).lower()
 
 
-def shard_name(prefix: str, index: int, count: int, compression: Compression) -> str:
-    """``<prefix>-00003-of-00008.tfrecord.gz``."""
-    return f"{prefix}-{index:05d}-of-{count:05d}{EXTENSIONS[compression]}"
+def shard_name(
+    prefix: str, index: int, count: int, compression: Compression, write_id: str | None
+) -> str:
+    """``<prefix>-<write id>-00003-of-00008.tfrecord.gz`` (``<prefix>-00003-of-00008.tfrecord.gz``
+    without a write id, as format version 1 names shards)."""
+    head = prefix if write_id is None else f"{prefix}-{write_id}"
+    return f"{head}-{index:05d}-of-{count:05d}{EXTENSIONS[compression]}"
+
+
+def dataset_file_pattern(prefix: str) -> re.Pattern[str]:
+    """Matches the names of every file a write of the dataset ``prefix`` makes: shards of any
+    write (finished or not) and their temporary files, the manifest's temporary files and the
+    lock's (not the manifest or the lock themselves)."""
+    shard = (
+        re.escape(prefix)
+        + r"-(?:[0-9a-f]{16}-)?[0-9]{5,}(?:-of-[0-9]{5,})?\.tfrecord(?:\.gz|\.zlib)?"
+    )
+    own = (
+        re.escape(prefix) + "(?:" + re.escape(MANIFEST_SUFFIX) + "|" + re.escape(LOCK_SUFFIX) + ")"
+    )
+    return re.compile(rf"{shard}|\.(?:{shard}|{own})\.[0-9a-f]{{12}}\.tmp")
+
+
+def new_write_id() -> str:
+    """A fresh write id: 16 random hex digits."""
+    return secrets.token_hex(8)
 
 
 def check_prefix(prefix: str) -> str:
@@ -187,20 +228,40 @@ def load_manifest(directory: PathLike, prefix: str | None = None) -> Manifest:
     path = os.path.join(root, prefix + MANIFEST_SUFFIX)
     try:
         with open_input(path) as file:
-            data = json.loads(file.read().decode("utf-8"))
+            return parse_manifest(file.read(_MAX_MANIFEST_BYTES + 1), root, prefix, path)
     except FileNotFoundError:
         raise TfrGenError(
             f"{path}: no such manifest: no dataset {prefix!r} here, or its writing did not finish"
         ) from None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise TfrGenError(f"{path}: cannot read the manifest: {exc}") from None
+
+
+def parse_manifest(content: bytes, directory: str, prefix: str, path: str) -> Manifest:
+    """The manifest of the dataset ``prefix`` in ``directory`` from the bytes of its file
+    ``path`` (as errors name it), checked as :func:`load_manifest` checks it."""
+    if len(content) > _MAX_MANIFEST_BYTES:
+        raise TfrGenError(f"{path}: cannot read the manifest: larger than 1 GiB")
+    try:
+        data = json.loads(content.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise TfrGenError(f"{path}: cannot read the manifest: {reason}") from None
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         raise TfrGenError(f"{path}: not a tfr-gen dataset manifest")
-    if data.get("format_version") != _FORMAT_VERSION:
+    version = data.get("format_version")
+    if version not in _READABLE_VERSIONS or type(version) is not int:
         raise TfrGenError(
-            f"{path}: manifest format version {data.get('format_version')!r} is not supported"
-            f" (this tfr-gen reads version {_FORMAT_VERSION})"
+            f"{path}: manifest format version {version!r} is not supported"
+            f" (this tfr-gen reads versions {', '.join(map(str, _READABLE_VERSIONS))})"
         )
+    write_id: str | None = None
+    if version >= 2:
+        write_id = _field(data, "write_id", str, path)
+        if not _WRITE_ID.fullmatch(write_id):
+            raise TfrGenError(
+                f"{path}: invalid manifest: write id {write_id!r} is not 16 hex digits"
+            )
     canonical = data.get("schema")
     if not isinstance(canonical, dict):
         raise TfrGenError(f"{path}: invalid manifest: 'schema' must be an object")
@@ -229,15 +290,20 @@ def load_manifest(directory: PathLike, prefix: str | None = None) -> Manifest:
         if not isinstance(shard, dict):
             raise TfrGenError(f"{where}: invalid manifest: expected an object, got {shard!r}")
         name = _field(shard, "file", str, where)
-        expected = shard_name(prefix, index, len(shards), compression)
+        expected = shard_name(prefix, index, len(shards), compression, write_id)
         if name != expected:
             raise TfrGenError(f"{where}: invalid manifest: file {name!r} should be {expected!r}")
         records, size = _field(shard, "records", int, where), _field(shard, "bytes", int, where)
         if records < 0 or size < 0:
             raise TfrGenError(f"{where}: invalid manifest: negative record count or size")
-        infos.append(ShardInfo(name, records, size))
+        checksum: int | None = None
+        if write_id is not None:
+            checksum = _field(shard, "crc32c", int, where)
+            if not 0 <= checksum < 1 << 32:
+                raise TfrGenError(f"{where}: invalid manifest: crc32c {checksum} out of range")
+        infos.append(ShardInfo(name, records, size, checksum))
     if data.get("record_count") != sum(info.records for info in infos):
         raise TfrGenError(
             f"{path}: invalid manifest: 'record_count' is not the sum of the shards' records"
         )
-    return Manifest(root, prefix, schema, compression, tuple(infos))
+    return Manifest(directory, prefix, schema, compression, tuple(infos), write_id)

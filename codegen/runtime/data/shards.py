@@ -1,15 +1,17 @@
 """Datasets that know their schema: sharded TFRecord files plus a manifest.
 
-A dataset in a directory is ``<prefix>-00000-of-00008.tfrecord.gz`` ... (``.gz`` for gzip,
-``.zlib`` for zlib, nothing more when uncompressed) and ``<prefix>.manifest.json`` (see
+A dataset in a directory is ``<prefix>-<write id>-00000-of-00008.tfrecord.gz`` ... (``.gz`` for
+gzip, ``.zlib`` for zlib, nothing more when uncompressed) and ``<prefix>.manifest.json`` (see
 :mod:`~codegen.runtime.data.manifest`). Records keep their order: shard ``i`` holds the ``i``-th
 contiguous run.
 
-Writing is crash-safe: each shard is written to a hidden temporary file and renamed, and the
-manifest is written last, the same way, so a dataset without a manifest is incomplete. Reading
-checks every shard's size and record count against the manifest, and the writer's schema against
-the reader's with :func:`~codegen.runtime.data.schemainfo.check_readable`; with ``on_error="skip"``
-it reads what it can of damaged shards and reports the rest (see :func:`read_dataset`).
+Writing follows the commit protocol of ``docs/datasets.md``: one writer at a time (a lock), shard
+names no other write produces, and the atomic publication of the manifest as the one commit;
+storage is reached through :class:`~codegen.runtime.data.store.LocalStore`. Reading reads exactly
+the shards the manifest names and checks each one's size, record count and crc32c against it, and
+the writer's schema against the reader's with
+:func:`~codegen.runtime.data.schemainfo.check_readable`; with ``on_error="skip"`` it reads what it
+can of damaged shards and reports the rest (see :func:`read_dataset`).
 """
 
 from __future__ import annotations
@@ -17,26 +19,29 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import re
-import secrets
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.data.manifest import (
+    EXTENSIONS,
+    LOCK_SUFFIX,
     MANIFEST_SUFFIX,
     Manifest,
     ShardInfo,
     check_compression,
     check_prefix,
+    dataset_file_pattern,
     default_prefix,
     load_manifest,
+    new_write_id,
     shard_name,
-    write_manifest,
 )
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
+from codegen.runtime.data.store import ChecksummedInput, LocalStore
 from codegen.runtime.io.compression import Compression
-from codegen.runtime.io.files import PathLike, open_input
+from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
@@ -47,7 +52,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
-from codegen.runtime.io.writer import TFRecordWriter, fsync_directory
+from codegen.runtime.io.writer import TFRecordWriter
 
 __all__ = ["check_count", "read_dataset", "write_dataset"]
 
@@ -60,15 +65,6 @@ def check_count(name: str, value: int | None) -> None:
     """Nothing if ``value`` is ``None`` or a positive int, else :class:`TfrGenError` naming it."""
     if value is not None and (type(value) is not int or value < 1):
         raise TfrGenError(f"{name} must be a positive int or None, got {value!r}")
-
-
-def _dataset_files(directory: str, prefix: str) -> list[str]:
-    """The manifest and shard files of the dataset ``prefix`` that exist in ``directory``."""
-    shard = re.compile(re.escape(prefix) + r"-[0-9]{5,}-of-[0-9]{5,}\.tfrecord(?:\.gz|\.zlib)?")
-    manifest = prefix + MANIFEST_SUFFIX
-    return sorted(
-        name for name in os.listdir(directory) if name == manifest or shard.fullmatch(name)
-    )
 
 
 def _runs(
@@ -114,10 +110,15 @@ def write_dataset(
 
     ``shards`` fixes the number of shards (the payloads are collected first to split them evenly);
     ``max_records_per_shard`` streams, starting a new shard every so many records; with neither,
-    all records go to one shard. ``prefix`` defaults to the record name in snake_case. An existing
-    dataset with the same prefix (its manifest or any shard) is an error unless ``overwrite``; it
-    is then replaced, and its shards that the new dataset does not reuse are deleted. If writing a
-    shard fails, the shards written so far are deleted and an existing dataset is left as it was.
+    all records go to one shard. ``prefix`` defaults to the record name in snake_case.
+
+    The write follows the commit protocol of ``docs/datasets.md``: it holds the dataset's lock
+    (``<prefix>.lock``) from start to end, so a second writer of the same dataset fails with
+    :class:`~codegen.runtime.data.store.WriterBusyError`; an existing dataset (its manifest) is an
+    error unless ``overwrite``. The shards get names that embed a new write id, and publishing the
+    manifest is the one commit: until then the previous dataset is untouched and readable, and a
+    write that fails, is interrupted or killed leaves it so. After the commit, every other file of
+    the dataset (the previous write's shards, and what killed writes left) is removed.
     """
     check_count("shards", shards)
     check_count("max_records_per_shard", max_records_per_shard)
@@ -126,43 +127,78 @@ def write_dataset(
     compression = check_compression(compression)
     prefix = check_prefix(default_prefix(schema.record) if prefix is None else prefix)
     schema.record_schema()  # the manifest must hold a canonical form that matches its fingerprint
-    root = os.fspath(directory)
-    os.makedirs(root, exist_ok=True)
-    existing = _dataset_files(root, prefix)
-    if existing and not overwrite:
-        raise TfrGenError(
-            f"{root}: a dataset with prefix {prefix!r} already exists ({', '.join(existing[:3])}"
-            f"{', ...' if len(existing) > 3 else ''}); pass overwrite=True to replace it"
+    store = LocalStore(os.fspath(directory))
+    store.create_directory()
+    write_id = new_write_id()
+    with store.lock(prefix + LOCK_SUFFIX, {"write_id": write_id}):
+        manifest_name = prefix + MANIFEST_SUFFIX
+        if not overwrite and manifest_name in store.names():
+            raise TfrGenError(
+                f"{store.path(manifest_name)}: a dataset with prefix {prefix!r} already exists;"
+                " pass overwrite=True to replace it"
+            )
+        infos = _write_shards(
+            store, payloads, prefix, write_id, compression, shards, max_records_per_shard
         )
-    pending: list[tuple[str, int]] = []  # temporary shard files and their record counts
-    token = secrets.token_hex(6)
-    try:
-        for index, run in enumerate(_runs(payloads, shards, max_records_per_shard)):
-            temporary = os.path.join(root, f".{prefix}-{index:05d}.{token}.pending")
-            with TFRecordWriter(temporary, compression=compression) as writer:
-                for payload in run:
-                    writer.write(payload)
-            pending.append((temporary, writer.records_written))
-    except BaseException:
-        for temporary, _ in pending:
-            os.unlink(temporary)
-        raise
-    manifest_path = os.path.join(root, prefix + MANIFEST_SUFFIX)
-    if os.path.exists(manifest_path):
-        os.unlink(manifest_path)  # from here on the old dataset is incomplete, never inconsistent
-    infos: list[ShardInfo] = []
-    for index, (temporary, records) in enumerate(pending):
-        name = shard_name(prefix, index, len(pending), compression)
-        os.replace(temporary, os.path.join(root, name))
-        infos.append(ShardInfo(name, records, os.path.getsize(os.path.join(root, name))))
-    fsync_directory(root)
-    manifest = Manifest(root, prefix, schema, compression, tuple(infos))
-    write_manifest(manifest)
-    written = {info.file for info in infos} | {prefix + MANIFEST_SUFFIX}
-    for name in existing:
-        if name not in written:
-            os.unlink(os.path.join(root, name))
+        manifest = Manifest(store.directory, prefix, schema, compression, infos, write_id)
+        COMMIT_HOOK("publish")
+        try:
+            store.publish(manifest_name, manifest.to_text().encode("utf-8"))  # the commit
+        except BaseException:
+            store.remove([info.file for info in infos])
+            raise
+        COMMIT_HOOK("published")
+        keep = {info.file for info in infos}
+        pattern = dataset_file_pattern(prefix)
+        store.remove([n for n in store.names() if pattern.fullmatch(n) and n not in keep])
     return manifest
+
+
+def _commit_hook(step: str) -> None:
+    """Called at each step of the commit (``"publish"`` before the manifest is published,
+    ``"published"`` after): tests replace it to stop a writer at that very step."""
+
+
+COMMIT_HOOK: Callable[[str], None] = _commit_hook
+
+
+def _write_shards(
+    store: LocalStore,
+    payloads: Iterable[bytes],
+    prefix: str,
+    write_id: str,
+    compression: Compression,
+    shards: int | None,
+    per_shard: int | None,
+) -> tuple[ShardInfo, ...]:
+    """Writes the shards of one write under their final names (with ``shards``) or under names
+    without their count, renamed once it is known; returns their manifest entries. On failure the
+    shards written so far are removed."""
+    written: list[ShardInfo] = []
+    created: list[str] = []  # every name a shard of this write may have on failure
+    try:
+        for index, run in enumerate(_runs(payloads, shards, per_shard)):
+            name = (
+                f"{prefix}-{write_id}-{index:05d}{EXTENSIONS[compression]}"
+                if shards is None
+                else shard_name(prefix, index, shards, compression, write_id)
+            )
+            created.append(name)
+            with store.create(name) as file:
+                with TFRecordWriter(file, compression=compression) as writer:  # type: ignore[arg-type]
+                    writer.write_many(run)
+            written.append(ShardInfo(name, writer.records_written, file.size, file.crc32c))
+        if shards is None:
+            count = len(written)
+            for i, info in enumerate(written):
+                written[i] = replace(info, file=shard_name(prefix, i, count, compression, write_id))
+                created.append(written[i].file)
+                store.rename(info.file, written[i].file)
+            store.sync()
+    except BaseException:
+        store.remove(created)
+        raise
+    return tuple(written)
 
 
 def read_dataset(
@@ -210,24 +246,62 @@ def read_dataset(
     return _skipping_records(manifest, decode, SkipReporter(on_skip, _log))
 
 
+def _open_shard(manifest: Manifest, shard: ShardInfo) -> ChecksummedInput:
+    """The shard, opened to be read once and checksummed; a :class:`TfrGenError` if it cannot
+    be."""
+    store = LocalStore(manifest.directory)
+    try:
+        return store.open_input(shard.file)
+    except FileNotFoundError:
+        raise TfrGenError(
+            f"{store.path(shard.file)}: the shard is missing: the dataset was overwritten or"
+            " removed after its manifest was read, or the shard was deleted"
+        ) from None
+    except OSError as exc:
+        raise TfrGenError(
+            f"{store.path(shard.file)}: cannot read the shard: {exc.strerror or exc}"
+        ) from None
+
+
+def _changed(path: str, shard: ShardInfo, file: ChecksummedInput) -> str | None:
+    """Why the shard read through ``file`` is not the one its manifest lists, if it is not."""
+    if file.size != shard.size:
+        return (
+            f"{path}: the shard has {file.size} bytes but the manifest lists {shard.size}: it was"
+            " changed or replaced after the dataset was written"
+        )
+    if shard.crc32c is not None and file.crc32c != shard.crc32c:
+        return (
+            f"{path}: the shard's crc32c is {file.crc32c:08x} but the manifest lists"
+            f" {shard.crc32c:08x}: it was changed or replaced after the dataset was written"
+        )
+    return None
+
+
 def _records(manifest: Manifest, decode: Callable[[bytes], T]) -> Iterator[T]:
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
-        try:
-            size = os.path.getsize(path)
-        except OSError as exc:
-            raise TfrGenError(f"{path}: cannot read the shard: {exc.strerror or exc}") from None
-        if size != shard.size:
-            raise TfrGenError(
-                f"{path}: the shard has {size} bytes but the manifest lists {shard.size}: it was"
-                " changed or replaced after the dataset was written"
-            )
-        yield from _shard_records(path, shard, manifest.compression, decode)
+        file = _open_shard(manifest, shard)
+        with file:
+            size = os.fstat(file.fileno()).st_size
+            if size != shard.size:
+                raise TfrGenError(
+                    f"{path}: the shard has {size} bytes but the manifest lists {shard.size}: it"
+                    " was changed or replaced after the dataset was written"
+                )
+            yield from _shard_records(file, path, shard, manifest.compression, decode)
+            changed = _changed(path, shard, file)
+            if changed is not None:
+                raise TfrGenError(changed)
 
 
 def _shard_records(
-    path: str, shard: ShardInfo, compression: Compression, decode: Callable[[bytes], T]
+    file: ChecksummedInput,
+    path: str,
+    shard: ShardInfo,
+    compression: Compression,
+    decode: Callable[[bytes], T],
 ) -> Iterator[T]:
-    with TFRecordReader(path, compression=compression) as reader:
+    with TFRecordReader(file, compression=compression) as reader:  # type: ignore[arg-type]
         for data in reader:
             offset = reader.offset - len(data) - FRAMING  # the record's header
             index = reader.index - 1
@@ -258,16 +332,17 @@ def _skipping_records(
     """The records :func:`read_dataset` yields with ``on_error="skip"``."""
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
         try:
-            file = open_input(path)
-        except OSError as exc:
-            report(
-                SkippedSpan(path, 0, shard.size, f"cannot read the shard: {exc.strerror or exc}")
-            )
+            file = _open_shard(manifest, shard)
+        except TfrGenError as exc:
+            report(SkippedSpan(path, 0, shard.size, str(exc).removeprefix(f"{path}: ")))
             continue
         with (
             file,
             TFRecordReader(
-                file, compression=manifest.compression, on_error="skip", on_skip=report
+                file,  # type: ignore[arg-type]
+                compression=manifest.compression,
+                on_error="skip",
+                on_skip=report,
             ) as reader,
         ):
             size = os.fstat(file.fileno()).st_size
@@ -295,5 +370,7 @@ def _skipping_records(
                     reader.index,
                     shard.records,
                 )
+            if size == shard.size and (changed := _changed(path, shard, file)) is not None:
+                _log.warning("%s; read all the same", changed)
     if report.counts:
         _log.warning("dataset %s: skipped %s", manifest.path, report.counts)

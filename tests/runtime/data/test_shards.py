@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import crc32c
 import pytest
 
 from codegen.compat import ChangeKind
@@ -85,7 +86,8 @@ def test_shards_hold_contiguous_runs_and_the_manifest_describes_them(
     v1 = versions["dataset_v1"]
     records = items(v1, 10)
     manifest = write(v1, tmp_path, records, shards=3)
-    names = [f"dataset_item-{i:05d}-of-00003.tfrecord.gz" for i in range(3)]
+    assert manifest.write_id is not None and re.fullmatch("[0-9a-f]{16}", manifest.write_id)
+    names = [f"dataset_item-{manifest.write_id}-{i:05d}-of-00003.tfrecord.gz" for i in range(3)]
     assert sorted(os.listdir(tmp_path)) == sorted([*names, "dataset_item.manifest.json"])
     assert [s.records for s in manifest.shards] == [4, 3, 3] and manifest.record_count == 10
     shard_ids = [[v1.DatasetItem.decode(d).id for d in read_tfrecord(p)] for p in manifest.paths]
@@ -96,8 +98,14 @@ def test_shards_hold_contiguous_runs_and_the_manifest_describes_them(
     )
     assert data["fingerprint"] == v1.SCHEMA.fingerprint and data["compression"] == "gzip"
     assert data["schema"] == json.loads(v1.SCHEMA.canonical) and data["record_count"] == 10
+    assert data["format_version"] == 2 and data["write_id"] == manifest.write_id
     assert data["shards"] == [
-        {"file": name, "records": n, "bytes": (tmp_path / name).stat().st_size}
+        {
+            "file": name,
+            "records": n,
+            "bytes": (tmp_path / name).stat().st_size,
+            "crc32c": crc32c.crc32c((tmp_path / name).read_bytes()),
+        }
         for name, n in zip(names, [4, 3, 3], strict=True)
     ]
     assert load_manifest(tmp_path) == manifest
@@ -129,7 +137,7 @@ def test_more_shards_than_records_leaves_some_empty(
     v1 = versions["dataset_v1"]
     manifest = write(v1, tmp_path, items(v1, 2), shards=4, compression="zlib", prefix="tiny")
     assert [s.records for s in manifest.shards] == [1, 1, 0, 0]
-    assert manifest.shards[3].file == "tiny-00003-of-00004.tfrecord.zlib"
+    assert manifest.shards[3].file == f"tiny-{manifest.write_id}-00003-of-00004.tfrecord.zlib"
     assert [r.id for r in read(v1, tmp_path)] == [0, 1]
 
 
@@ -189,18 +197,26 @@ def test_an_existing_dataset_is_only_replaced_with_overwrite(
     assert load_manifest(tmp_path, "other").record_count == 1
 
 
-def test_shards_without_a_manifest_block_writing(
+def test_shards_without_a_manifest_are_a_killed_writes_and_the_next_write_removes_them(
     versions: dict[str, ModuleType], tmp_path: Path
 ) -> None:
     v1 = versions["dataset_v1"]
     manifest = write(v1, tmp_path, items(v1, 2))
-    Path(manifest.path).unlink()  # as if the writer had died before its last step
+    Path(manifest.path).unlink()  # as if the writer had died before its commit
     with pytest.raises(TfrGenError, match="no such manifest.*did not finish"):
         read(v1, tmp_path, prefix="dataset_item")
-    with pytest.raises(TfrGenError, match="already exists \\(dataset_item-00000-of-00001"):
-        write(v1, tmp_path, items(v1, 2))
-    write(v1, tmp_path, items(v1, 2), overwrite=True)
-    assert len(read(v1, tmp_path)) == 2
+    (tmp_path / "dataset_item-00000-of-00001.tfrecord.gz").write_bytes(b"format 1 leftover")
+    (tmp_path / "dataset_item-0123456789abcdef-00003.tfrecord.gz").write_bytes(b"unnumbered")
+    (tmp_path / "dataset_items-00000-of-00001.tfrecord.gz").write_bytes(b"another dataset")
+    again = write(v1, tmp_path, items(v1, 3))  # no dataset: no overwrite needed
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [
+            again.shards[0].file,
+            "dataset_item.manifest.json",
+            "dataset_items-00000-of-00001.tfrecord.gz",
+        ]
+    )
+    assert len(read(v1, tmp_path)) == 3
 
 
 def test_a_failed_write_leaves_no_files_and_the_old_dataset_intact(
@@ -261,7 +277,10 @@ def test_shards_are_checked_against_the_manifest(
     ("edit", "message"),
     [
         ({"format": "other"}, "not a tfr-gen dataset manifest"),
-        ({"format_version": 2}, "format version 2 is not supported"),
+        ({"format_version": 3}, "format version 3 is not supported"),
+        ({"format_version": True}, "format version True is not supported"),
+        ({"write_id": "../x"}, "write id '../x' is not 16 hex digits"),
+        ({"write_id": None}, "'write_id' must be a string"),
         ({"fingerprint": "0" * 64}, "does not match fingerprint 0000000000000000"),
         ({"record": "Missing"}, "has no record 'Missing'"),
         ({"version": "1"}, "'version' must be an integer"),
@@ -332,6 +351,7 @@ def _sizes_as_they_are(directory: Path) -> None:
     def edit(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for shard in shards:
             shard["bytes"] = (directory / shard["file"]).stat().st_size
+            shard["crc32c"] = crc32c.crc32c((directory / shard["file"]).read_bytes())
         return shards
 
     _edit_manifest(directory, shards=edit)
@@ -412,7 +432,7 @@ def test_raise_mode_stops_at_the_first_damage_as_before(
     assert (corrupt.value.path, corrupt.value.index) == (manifest.paths[0], 1)
     assert corrupt.value.offset == frame_offsets(payloads)[1]
     os.unlink(manifest.paths[0])
-    with pytest.raises(TfrGenError, match="cannot read the shard: No such file or directory"):
+    with pytest.raises(TfrGenError, match="the shard is missing: the dataset was overwritten"):
         read(v1, tmp_path)
     assert read(v1, tmp_path, on_error="skip")[0].id == 4  # the log takes the reports
 
@@ -426,8 +446,8 @@ def test_a_missing_shard_is_reported_whole_and_logged_without_a_callback(
     assert [r.id for r in v1.DatasetItem.read_dataset(tmp_path, on_error="skip")] == [0, 1, 4, 5]
     size = manifest.shards[1].size
     assert [r.getMessage() for r in caplog.records] == [
-        f"{manifest.paths[1]}: byte offset 0: {size} bytes skipped: cannot read the shard:"
-        " No such file or directory",
+        f"{manifest.paths[1]}: byte offset 0: {size} bytes skipped: the shard is missing: the"
+        " dataset was overwritten or removed after its manifest was read, or the shard was deleted",
         f"dataset {manifest.path}: skipped 1 unreadable stretch ({size} bytes)",
     ]
     assert all(r.levelno == logging.WARNING for r in caplog.records)

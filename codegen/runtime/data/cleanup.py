@@ -1,0 +1,106 @@
+"""What killed writers leave in a directory, and removing it: stale temporary files, stale dataset
+locks, and shards that no manifest names (the files of writes that never committed; see
+``docs/datasets.md``). ``tfr-gen clean`` lists and removes them."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from codegen.errors import TfrGenError
+from codegen.files import remove_stale_temporaries, stale_temporaries
+from codegen.runtime.data.manifest import (
+    LOCK_SUFFIX,
+    MANIFEST_SUFFIX,
+    dataset_file_pattern,
+    load_manifest,
+)
+from codegen.runtime.data.store import LocalStore, WriterBusyError
+from codegen.runtime.io.files import PathLike
+
+__all__ = ["Leftover", "find_leftovers", "remove_leftovers"]
+
+_SHARD_PREFIX = re.compile(r"(?P<prefix>.+?)-[0-9a-f]{16}-[0-9]{5,}(?:-of-[0-9]{5,})?\.tfrecord")
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """A file a killed writer left: its name in the directory and what it is."""
+
+    name: str
+    kind: str
+
+
+def _prefixes(names: list[str]) -> list[str]:
+    """The datasets the files ``names`` belong to (by manifest, lock or shard name)."""
+    found = set()
+    for name in names:
+        for suffix in (MANIFEST_SUFFIX, LOCK_SUFFIX):
+            if name.endswith(suffix) and not name.startswith("."):
+                found.add(name[: -len(suffix)])
+        match = _SHARD_PREFIX.match(name)
+        if match is not None:
+            found.add(match["prefix"])
+    return sorted(found)
+
+
+def _dataset_leftovers(
+    store: LocalStore, prefix: str, names: list[str], *, locked: bool = False
+) -> list[Leftover]:
+    """The leftovers of the dataset ``prefix`` (none while a live writer holds its lock; with
+    ``locked`` the caller holds it)."""
+    if not locked and store.lock_held(prefix + LOCK_SUFFIX):
+        return []
+    kept: set[str] = set()
+    if prefix + MANIFEST_SUFFIX in names:
+        try:
+            kept = {shard.file for shard in load_manifest(store.directory, prefix).shards}
+        except TfrGenError:
+            return []  # an unreadable manifest: nothing of the dataset is judged garbage
+    pattern = dataset_file_pattern(prefix)
+    found = [
+        Leftover(name, "temporary file" if name.startswith(".") else "shard no manifest names")
+        for name in names
+        if pattern.fullmatch(name) and name not in kept
+    ]
+    if prefix + LOCK_SUFFIX in names and not locked:
+        found.append(Leftover(prefix + LOCK_SUFFIX, "lock of a writer that is gone"))
+    return found
+
+
+def find_leftovers(directory: PathLike) -> list[Leftover]:
+    """What killed writers left in ``directory``, sorted by name."""
+    store = LocalStore(str(directory))
+    names = store.names()
+    found = {
+        item.name: item for p in _prefixes(names) for item in _dataset_leftovers(store, p, names)
+    }
+    for path in stale_temporaries(store.directory):
+        name = os.path.basename(path)
+        found.setdefault(name, Leftover(name, "temporary file"))
+    return sorted(found.values(), key=lambda item: item.name)
+
+
+def remove_leftovers(directory: PathLike) -> list[Leftover]:
+    """Removes what :func:`find_leftovers` lists, each dataset's under its lock (a dataset whose
+    writer started meanwhile is left alone); returns what was removed, sorted by name."""
+    store = LocalStore(str(directory))
+    removed: dict[str, Leftover] = {}
+    names = store.names()
+    for prefix in _prefixes(names):
+        lock = prefix + LOCK_SUFFIX
+        stale_lock = lock in names and not store.lock_held(lock)
+        try:
+            with store.lock(lock, {"write_id": "tfr-gen clean"}):  # removes a stale lock
+                items = _dataset_leftovers(store, prefix, store.names(), locked=True)
+                store.remove([item.name for item in items])
+        except WriterBusyError:
+            continue
+        removed.update((item.name, item) for item in items)
+        if stale_lock:
+            removed[lock] = Leftover(lock, "lock of a writer that is gone")
+    for path in remove_stale_temporaries(store.directory):
+        name = os.path.basename(path)
+        removed.setdefault(name, Leftover(name, "temporary file"))
+    return sorted(removed.values(), key=lambda item: item.name)

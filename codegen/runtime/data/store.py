@@ -1,0 +1,257 @@
+"""Where the dataset commit protocol touches storage: one class, :class:`LocalStore`, for a
+directory of the local file system.
+
+The protocol (:mod:`~codegen.runtime.data.shards`) needs five things of a store, and nothing else:
+list the names in the dataset's directory, create a file exclusively (the writer's lock), write a
+file that appears whole under its name or not at all (shards; the manifest, whose publication is
+the commit), read a file, and remove files. An object store implements the same methods with its
+own primitives (see ``docs/datasets.md``): a conditional create for :meth:`LocalStore.lock`
+(S3 ``If-None-Match: *``, a GCS precondition ``ifGenerationMatch=0``) and a single PUT for
+:meth:`LocalStore.publish`.
+
+Locally the lock is a file created with a hard link of a complete temporary file (so it never
+exists empty) that its writer holds with ``flock`` until it is removed: a lock that nobody holds
+is a killed writer's, and the next writer removes it (checking that it removes the very file it
+found unlocked).
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, BinaryIO
+
+import crc32c
+
+from codegen.errors import TfrGenError
+from codegen.files import (
+    STALE_AFTER,
+    create_temporary,
+    discard_temporary,
+    remove_stale_temporaries,
+)
+from codegen.runtime.io.files import open_input
+from codegen.runtime.io.writer import AtomicFile, fsync_directory, write_atomic
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["ChecksummedInput", "LocalStore", "WriterBusyError"]
+
+_NO_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
+
+
+class WriterBusyError(TfrGenError):
+    """Another live writer holds the dataset's lock."""
+
+
+class ChecksummedInput(io.RawIOBase):
+    """A file opened for reading whose :attr:`crc32c` and :attr:`size` cover the bytes read so
+    far (read sequentially: the reader streams the whole file once)."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        super().__init__()
+        self._file = file
+        self.name = getattr(file, "name", None)
+        self.crc32c = 0
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        count = self._file.readinto(view) or 0  # type: ignore[attr-defined]
+        self.crc32c = crc32c.crc32c(view[:count], self.crc32c)
+        self.size += count
+        return int(count)
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+class LocalStore:
+    """A dataset directory on the local file system."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def path(self, name: str) -> str:
+        """The path of the file ``name`` (as errors show it)."""
+        return os.path.join(self.directory, name)
+
+    def names(self) -> list[str]:
+        """The names of the files in the directory (sorted; none if it does not exist)."""
+        try:
+            return sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise TfrGenError(
+                f"{self.directory}: cannot list the dataset directory: {exc.strerror or exc}"
+            ) from None
+
+    def create_directory(self) -> None:
+        """Creates the directory (and its parents) if it is missing."""
+        os.makedirs(self.directory, exist_ok=True)
+
+    def open_input(self, name: str) -> ChecksummedInput:
+        """The file ``name``, open for one sequential read that checksums its bytes."""
+        return ChecksummedInput(open_input(self.path(name)))
+
+    def read(self, name: str) -> bytes:
+        """The bytes of the file ``name`` (``FileNotFoundError`` if it is missing)."""
+        with open_input(self.path(name)) as file:
+            return file.read()
+
+    def create(self, name: str) -> AtomicFile:
+        """A new file ``name`` that appears whole when committed (names are never reused, so no
+        stale temporary files of it are looked for)."""
+        return AtomicFile(self.path(name), clean=False)
+
+    def publish(self, name: str, data: bytes) -> None:
+        """Replaces (or creates) the file ``name`` with ``data`` in one atomic step."""
+        write_atomic(self.path(name), data)
+
+    def rename(self, old: str, new: str) -> None:
+        """Renames a file that no reader knows by either name yet."""
+        os.replace(self.path(old), self.path(new))
+
+    def sync(self) -> None:
+        """Makes the renames in the directory durable."""
+        fsync_directory(self.directory)
+
+    def remove(self, names: list[str]) -> None:
+        """Removes the files ``names`` (those already gone are no error)."""
+        for name in names:
+            try:
+                os.unlink(self.path(name))
+            except FileNotFoundError:
+                pass
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """Removes the temporary files of killed writers in the directory; returns their names."""
+        return [os.path.basename(p) for p in remove_stale_temporaries(self.directory)]
+
+    @contextmanager
+    def lock(self, name: str, owner: dict[str, object]) -> Iterator[None]:
+        """Holds the lock file ``name`` (holding ``owner`` as JSON, with the process id, host and
+        time added) while the block runs; :class:`WriterBusyError` if a live writer holds it."""
+        content = {**owner, "pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+        data = json.dumps(content).encode("utf-8")
+        for _ in range(10):
+            held = self._try_lock(name, data)
+            if held is not None:
+                break
+        else:  # pragma: no cover - ten stale locks removed by others in a row
+            raise WriterBusyError(f"{self.path(name)}: cannot take the writer's lock")
+        try:
+            yield
+        finally:
+            self.remove([name])
+            held.close()  # releases the flock after the lock file is gone
+
+    def lock_held(self, name: str) -> bool:
+        """Whether a live writer holds the lock file ``name`` (``False`` if there is none)."""
+        try:
+            self._check_holder(self.path(name), remove=False)
+        except WriterBusyError:
+            return True
+        return False
+
+    def _try_lock(self, name: str, data: bytes) -> BinaryIO | None:
+        """The open, flocked lock file if it was created, ``None`` if a stale one was removed (try
+        again), :class:`WriterBusyError` if a live writer holds it."""
+        path = self.path(name)
+        file, temporary = create_temporary(path, clean=False)  # locked from its creation
+        try:
+            file.write(data)
+            file.flush()
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                self._check_holder(path)
+                discard_temporary(file, temporary)
+                return None
+            except OSError as exc:
+                if exc.errno not in _NO_LINKS:
+                    raise
+                discard_temporary(file, temporary)
+                return self._create_unlinked(path, data)
+            os.unlink(temporary)
+            return file
+        except BaseException:
+            discard_temporary(file, temporary)
+            raise
+
+    def _create_unlinked(self, path: str, data: bytes) -> BinaryIO | None:
+        """:meth:`_try_lock` on a file system without hard links: ``O_EXCL`` (the grace period of
+        :func:`_check_holder` covers the instant before the file is locked and written)."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            self._check_holder(path)
+            return None
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        file = os.fdopen(fd, "wb")
+        file.write(data)
+        file.flush()
+        return file
+
+    def _check_holder(self, path: str, *, remove: bool = True) -> None:
+        """Removes the lock ``path`` if its writer is gone (with ``remove``);
+        :class:`WriterBusyError` if not."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # released meanwhile
+        try:
+            stat = os.fstat(fd)
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self._busy(path, fd)
+                if time.time() - stat.st_mtime < STALE_AFTER and stat.st_size == 0:
+                    self._busy(path, fd)  # being created on a file system without hard links
+            else:  # pragma: no cover - not POSIX: a lock is trusted for a day
+                if time.time() - stat.st_mtime < 86400:
+                    self._busy(path, fd)
+            if not remove:
+                return
+            try:
+                if os.stat(path).st_ino == stat.st_ino:
+                    os.unlink(path)  # still the stale lock we hold: no one else can have it
+            except FileNotFoundError:
+                pass
+        finally:
+            os.close(fd)
+
+    def _busy(self, path: str, fd: int) -> None:
+        """Raises :class:`WriterBusyError` describing the lock's holder."""
+        try:
+            owner = json.loads(os.pread(fd, 1 << 16, 0).decode("utf-8"))
+            since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(owner["since"])))
+            who = f" (write {owner['write_id']}, process {owner['pid']} on {owner['host']}, since {since})"
+        except (ValueError, KeyError, TypeError, OSError):
+            who = ""
+        raise WriterBusyError(
+            f"{path}: another writer is writing this dataset{who}; wait for it to finish"
+            " (the lock goes away with its writer, even a killed one)"
+        )
