@@ -4,9 +4,10 @@
 ``tfr-gen --check schemas``); a first word that is neither a command nor a path to a schema is a
 mistyped command (``unknown command 'valdate' (did you mean 'validate'?)``). Exit codes: 0 ok,
 1 something was found (stale generated files, breaking schema changes, invalid data), 2 errors
-(invalid schemas, bad arguments, unreadable files), 130 interrupted. Errors are printed as
-``tfr-gen CMD: error: ...`` with ``path:line:col: message`` or
-``file: record N at byte offset M: ...``, never as a traceback.
+(invalid schemas, bad arguments, unreadable files, running out of memory), 130 interrupted.
+Errors are printed as ``tfr-gen CMD: error: ...`` with ``path:line:col: message`` or
+``file: record N at byte offset M: ...``, never as a traceback (an unexpected exception is
+reported in one line too; ``TFR_GEN_DEBUG=1`` lets its traceback through).
 
 Output that goes to a pipe whose reader stops early (``tfr-gen cat big.tfrecord | head -1``) ends
 the command quietly with status 0, as ripgrep does: the reader had what it wanted (with
@@ -188,6 +189,23 @@ def main(
     except KeyboardInterrupt:
         print(f"{prefix(command_name)}: interrupted", file=err)
         return EXIT_INTERRUPTED
+    except MemoryError:
+        Messages(command_name, err).error(
+            "out of memory (a record larger than the memory available? --max-record-bytes"
+            " limits the records read)"
+        )
+        return EXIT_ERROR
+    except RecursionError:
+        Messages(command_name, err).error("input nested too deeply to process")
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: say what, never a traceback (TFR_GEN_DEBUG=1 shows it)
+        if os.environ.get("TFR_GEN_DEBUG"):
+            raise
+        Messages(command_name, err).error(
+            f"internal error: {type(exc).__name__}: {exc} (please report it; TFR_GEN_DEBUG=1 shows"
+            " the traceback)"
+        )
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression, CompressionArg
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.indexed import IndexedRecords
-from codegen.runtime.io.reader import read_decoded
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, read_decoded
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.runtime.io.writer import write_tfrecord
 from codegen.runtime.tf import proto
@@ -331,14 +331,22 @@ class Record(Generic[B, P]):
         compression: CompressionArg = None,
         on_error: OnError = "raise",
         on_skip: Callable[[SkippedSpan], None] | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> Iterator[Self]:
         """Read and decode every record of a TFRecord file, checking both CRCs of each.
 
         ``on_error="skip"`` skips corrupt stretches and records that do not decode (reported to ``on_skip``, logged
-        as warnings without it) instead of raising :class:`~codegen.errors.DataError`.
+        as warnings without it) instead of raising :class:`~codegen.errors.DataError`. A record header declaring
+        more than ``max_record_bytes`` (256 MiB by default; ``None``: no limit) is damage, found before its data is
+        read.
         """
         return read_decoded(
-            path, cls.decode, compression=compression, on_error=on_error, on_skip=on_skip
+            path,
+            cls.decode,
+            compression=compression,
+            on_error=on_error,
+            on_skip=on_skip,
+            max_record_bytes=max_record_bytes,
         )
 
     @classmethod
@@ -376,6 +384,7 @@ class Record(Generic[B, P]):
         prefix: str | None = None,
         on_error: OnError = "raise",
         on_skip: Callable[[SkippedSpan], None] | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> Iterator[Self]:
         """Read every shard of a dataset in order; refuse data whose schema this record cannot read.
 
@@ -390,6 +399,7 @@ class Record(Generic[B, P]):
             prefix=prefix,
             on_error=on_error,
             on_skip=on_skip,
+            max_record_bytes=max_record_bytes,
         )
 
     @classmethod

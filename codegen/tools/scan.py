@@ -19,7 +19,7 @@ from typing import TextIO
 from codegen.errors import TfrGenError
 from codegen.runtime.io.compression import resolve_compression
 from codegen.runtime.io.files import open_input
-from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.progress import Progress
 
@@ -105,7 +105,9 @@ class Scanner:
     A corrupt or truncated stretch of a file is passed over (the reader's skip mode, the default:
     ``validate`` and ``infer`` report such stretches as findings) and handed to ``on_skip`` with the
     number of records read before it in its file; with ``on_error="raise"`` it raises
-    :class:`~codegen.errors.DataError` instead. ``limit`` stops after that many records in all.
+    :class:`~codegen.errors.DataError` instead. ``limit`` stops after that many records in all;
+    ``max_record_bytes`` is the largest record read (see
+    :class:`~codegen.runtime.io.reader.TFRecordReader`).
     The counters (``files``, ``records``, ``record_bytes``, ``skipped_spans``, ``skipped_bytes``,
     and ``file_records``: records per file started) describe what was read so far, also after an
     interruption (a batch counts once it is handed out).
@@ -123,6 +125,7 @@ class Scanner:
         progress: TextIO | None = None,
         label: str = "scan",
         limit: int | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self.paths = tuple(paths)
         self.sizes = tuple(os.stat(path).st_size for path in self.paths)
@@ -133,6 +136,7 @@ class Scanner:
             None if progress is None else Progress(progress, self.total_bytes, label=label)
         )
         self.limit = limit
+        self.max_record_bytes = max_record_bytes
         self.files = 0
         self.file_records: list[int] = []
         self.records = 0
@@ -179,6 +183,7 @@ class Scanner:
                     compression=resolve_compression(path, "auto"),
                     on_error=self.on_error,
                     on_skip=self._skipped if self.on_error == "skip" else None,
+                    max_record_bytes=self.max_record_bytes,
                 ) as reader,
             ):
                 for records in reader.batches():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from codegen.dtypes import Wire
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.observe import KeyObservation, Observation
 from codegen.tools.sampling import Sample
@@ -53,6 +54,7 @@ def collect_stats(
     observation: Observation | None = None,
     sample: Sample | None = None,
     label: str = "stats",
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> Stats:
     """The statistics of every record of ``paths``; Ctrl-C ends the scan early (``interrupted``).
 
@@ -75,6 +77,7 @@ def collect_stats(
         on_error=on_error,
         progress=progress,
         label=label,
+        max_record_bytes=max_record_bytes,
     )
     stats = Stats(scanner.paths, scanner.sizes)
     if observation is not None:

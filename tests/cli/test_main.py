@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codegen.cli.commands import index
 from codegen.generator.schema.model import SchemaDoc
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
@@ -67,3 +68,30 @@ def test_the_bar_is_erased_before_warnings_and_problems(tmp_path: Path) -> None:
     code, out, _ = run_cli("validate", "x.yaml", "x.tfrecord", cwd=tmp_path, err=terminal)
     assert code == 1 and out.startswith("x.tfrecord: record 1 at byte offset 30: corrupt record")
     assert terminal.getvalue().endswith(" \r") and "\r" not in out
+
+
+def test_an_unexpected_exception_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object) -> int:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(index, "run", broken)
+    monkeypatch.delenv("TFR_GEN_DEBUG", raising=False)
+    code, out, err = run_cli("index", "x.tfrecord", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert err == (
+        "tfr-gen index: error: internal error: ZeroDivisionError: division by zero (please report"
+        " it; TFR_GEN_DEBUG=1 shows the traceback)\n"
+    )
+    monkeypatch.setattr(index, "run", lambda *_: (_ for _ in ()).throw(MemoryError()))
+    code, out, err = run_cli("index", "x.tfrecord", cwd=tmp_path)
+    assert (code, err) == (
+        2,
+        "tfr-gen index: error: out of memory (a record larger than the memory available?"
+        " --max-record-bytes limits the records read)\n",
+    )
+    monkeypatch.setenv("TFR_GEN_DEBUG", "1")
+    monkeypatch.setattr(index, "run", broken)
+    with pytest.raises(ZeroDivisionError):
+        run_cli("index", "x.tfrecord", cwd=tmp_path)

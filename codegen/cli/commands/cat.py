@@ -21,7 +21,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import positive
+from codegen.cli.commands.options import add_max_record_bytes, positive
 from codegen.errors import DataError, RecordError
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
@@ -43,6 +43,7 @@ NAME = "cat"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    add_max_record_bytes(parser)
     parser.add_argument(
         "files",
         nargs="+",
@@ -206,7 +207,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         skipped(span)
         say.warning(span_problem(span, index).text())
 
-    scanner = Scanner(paths, on_skip=report_span if skip else None, on_error=args.on_error)
+    scanner = Scanner(
+        paths,
+        on_skip=report_span if skip else None,
+        on_error=args.on_error,
+        max_record_bytes=args.max_record_bytes,
+    )
     for batch in _window(scanner.batches(), args.skip, args.count):
         text = printer.batch(batch)
         if text is not None:

@@ -12,6 +12,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
+from codegen.cli.commands.options import add_max_record_bytes
 from codegen.runtime.io.skips import SkipCounts, SkippedSpan
 from codegen.tools.scan import expand_inputs
 from codegen.tools.statistics import collect_stats, stats_json, stats_text
@@ -21,6 +22,7 @@ NAME = "stats"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    add_max_record_bytes(parser)
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
     )
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         progress=err,
         on_error=args.on_error,
         on_skip=report_span if args.on_error == "skip" else None,
+        max_record_bytes=args.max_record_bytes,
     )
     if args.format == "json":
         print(json.dumps(stats_json(stats), indent=2, ensure_ascii=False), file=out)

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import positive
+from codegen.cli.commands.options import add_max_record_bytes, positive
 from codegen.tools.dynamic import load_record
 from codegen.tools.scan import expand_inputs
 from codegen.tools.validation import Problem, validate_files
@@ -25,6 +25,7 @@ NAME = "validate"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    add_max_record_bytes(parser)
     parser.add_argument("schema", metavar="SCHEMA", help="the schema file")
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         max_errors=args.max_errors,
         progress=err,
         strict=args.strict,
+        max_record_bytes=args.max_record_bytes,
     )
     if args.format == "json":
         document: dict[str, Json] = {

@@ -43,7 +43,11 @@ from codegen.runtime.data.store import ChecksummedInput, LocalStore
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.framing import FRAMING
-from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.reader import (
+    DEFAULT_MAX_RECORD_BYTES,
+    TFRecordReader,
+    check_max_record_bytes,
+)
 from codegen.runtime.io.skips import (
     OnError,
     OnSkip,
@@ -210,6 +214,7 @@ def read_dataset(
     prefix: str | None = None,
     on_error: OnError = "raise",
     on_skip: OnSkip | None = None,
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> Iterator[T]:
     """The decoded records of a dataset, in order, checked against its manifest.
 
@@ -218,6 +223,9 @@ def read_dataset(
     default) the writer's schema must be readable by ``schema``: every change from it is
     ``backward`` or ``full``, else :class:`~codegen.errors.SchemaMismatchError` names every change.
     The manifest and schema are checked at once, in both modes.
+
+    ``max_record_bytes`` is the largest record read (see
+    :class:`~codegen.runtime.io.reader.TFRecordReader`).
 
     With ``on_error="raise"`` (the default) each shard's byte size is checked before it is read
     and its record count after; a shard that cannot be opened raises
@@ -234,6 +242,7 @@ def read_dataset(
     of what was skipped is logged (if anything was).
     """
     on_error = check_on_error(on_error, on_skip, "read_dataset")
+    check_max_record_bytes(max_record_bytes)
     root = os.fspath(directory)
     if prefix is None:
         named = default_prefix(schema.record)
@@ -242,8 +251,8 @@ def read_dataset(
     if check_schema:
         check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
     if on_error == "raise":
-        return _records(manifest, decode)
-    return _skipping_records(manifest, decode, SkipReporter(on_skip, _log))
+        return _records(manifest, decode, max_record_bytes)
+    return _skipping_records(manifest, decode, SkipReporter(on_skip, _log), max_record_bytes)
 
 
 def _open_shard(manifest: Manifest, shard: ShardInfo) -> ChecksummedInput:
@@ -278,7 +287,9 @@ def _changed(path: str, shard: ShardInfo, file: ChecksummedInput) -> str | None:
     return None
 
 
-def _records(manifest: Manifest, decode: Callable[[bytes], T]) -> Iterator[T]:
+def _records(
+    manifest: Manifest, decode: Callable[[bytes], T], max_record_bytes: int | None
+) -> Iterator[T]:
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
         file = _open_shard(manifest, shard)
         with file:
@@ -288,7 +299,9 @@ def _records(manifest: Manifest, decode: Callable[[bytes], T]) -> Iterator[T]:
                     f"{path}: the shard has {size} bytes but the manifest lists {shard.size}: it"
                     " was changed or replaced after the dataset was written"
                 )
-            yield from _shard_records(file, path, shard, manifest.compression, decode)
+            yield from _shard_records(
+                file, path, shard, manifest.compression, decode, max_record_bytes
+            )
             changed = _changed(path, shard, file)
             if changed is not None:
                 raise TfrGenError(changed)
@@ -300,8 +313,13 @@ def _shard_records(
     shard: ShardInfo,
     compression: Compression,
     decode: Callable[[bytes], T],
+    max_record_bytes: int | None,
 ) -> Iterator[T]:
-    with TFRecordReader(file, compression=compression) as reader:  # type: ignore[arg-type]
+    with TFRecordReader(
+        file,  # type: ignore[arg-type]
+        compression=compression,
+        max_record_bytes=max_record_bytes,
+    ) as reader:
         for data in reader:
             offset = reader.offset - len(data) - FRAMING  # the record's header
             index = reader.index - 1
@@ -327,7 +345,10 @@ def _shard_records(
 
 
 def _skipping_records(
-    manifest: Manifest, decode: Callable[[bytes], T], report: SkipReporter
+    manifest: Manifest,
+    decode: Callable[[bytes], T],
+    report: SkipReporter,
+    max_record_bytes: int | None,
 ) -> Iterator[T]:
     """The records :func:`read_dataset` yields with ``on_error="skip"``."""
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
@@ -343,6 +364,7 @@ def _skipping_records(
                 compression=manifest.compression,
                 on_error="skip",
                 on_skip=report,
+                max_record_bytes=max_record_bytes,
             ) as reader,
         ):
             size = os.fstat(file.fileno()).st_size

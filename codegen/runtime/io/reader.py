@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Callable, Generator, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
 
 import codegen.runtime.accel as _accel
 from codegen.errors import DataError, RecordError, TfrGenError
@@ -40,7 +40,13 @@ from codegen.runtime.io.skips import (
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["TFRecordReader", "read_decoded", "read_tfrecord"]
+__all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
+    "TFRecordReader",
+    "check_max_record_bytes",
+    "read_decoded",
+    "read_tfrecord",
+]
 
 T = TypeVar("T")
 
@@ -49,6 +55,17 @@ _log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20  # bytes asked of an uncompressed file per read
 _MAX_READ = 1 << 26  # largest step by which a reader's buffer grows for a large record
+
+DEFAULT_MAX_RECORD_BYTES = 1 << 28
+"""The largest record readers accept by default (256 MiB): a header that declares more is an
+error before any of its data is read, so memory stays bounded whatever a file declares."""
+
+
+def check_max_record_bytes(value: object) -> int | None:
+    """``value`` if it is a positive int or ``None`` (no limit), else :class:`TfrGenError`."""
+    if value is not None and (type(value) is not int or value < 1):
+        raise TfrGenError(f"max_record_bytes must be a positive int or None, got {value!r}")
+    return value
 
 
 class _Source(Protocol):
@@ -94,6 +111,9 @@ class TFRecordReader:
     ``"auto"`` (see :func:`~codegen.runtime.io.compression.resolve_compression`; uncompressed for
     a file object).
     ``verify_crc=False`` skips both CRC checks, as TensorFlow can; truncation is still detected.
+    ``max_record_bytes`` (default :data:`DEFAULT_MAX_RECORD_BYTES`, ``None`` for no limit) is the
+    largest record accepted: a header that declares more is a :class:`DataError` (or, skipping, a
+    corrupt stretch) before any of its data is read.
 
     Errors are :class:`~codegen.errors.DataError` naming the file, the index of the record (the
     number of records yielded before it) and the byte offset of its header. For a compressed file
@@ -112,8 +132,8 @@ class TFRecordReader:
 
     ``index`` is the number of records yielded so far and :attr:`offset` the stream offset of the
     next header. Memory stays within a few 1 MiB chunks plus the largest record; a header that
-    declares more data than the file holds costs at most the rest of the file, never the length
-    it declares.
+    declares more data than the file holds costs at most the bytes actually read (of the rest of
+    the file, or of ``max_record_bytes``), never the length it declares.
     """
 
     def __init__(
@@ -124,8 +144,10 @@ class TFRecordReader:
         verify_crc: bool = True,
         on_error: OnError = "raise",
         on_skip: OnSkip | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         check_on_error(on_error, on_skip, "TFRecordReader")
+        self._max_record = check_max_record_bytes(max_record_bytes)
         self._file: BinaryIO
         if isinstance(source, str | os.PathLike):
             self.path: str = os.fspath(source)
@@ -227,6 +249,8 @@ class TFRecordReader:
         try:
             while True:
                 records, stop = scan(self._buf, self._pos, verify, False)
+                if self._max_record is not None and len(self._buf) - self._pos > self._max_record:
+                    records, stop = self._within_limit(records, self._pos, stop)
                 self._pos = stop
                 if records:
                     self.index += len(records)
@@ -249,6 +273,8 @@ class TFRecordReader:
             while True:
                 pos = self._pos
                 records, stop = scan(self._buf, pos, verify, views)
+                if self._max_record is not None and len(self._buf) - pos > self._max_record:
+                    records, stop = self._within_limit(records, pos, stop)
                 for data in records:
                     # Literal numbers: this runs per record. Index and offset are exact at each
                     # yield (callers locate a record from them).
@@ -264,6 +290,19 @@ class TFRecordReader:
         finally:
             if self._owns_file:
                 self._file.close()
+
+    def _within_limit(self, records: list[Record], pos: int, stop: int) -> tuple[list[Record], int]:
+        """The records scanned from ``pos`` to ``stop`` up to the first one larger than
+        ``max_record_bytes`` (which :meth:`_advance` then refuses), and where they stop.
+
+        Called only when the buffer holds more than ``max_record_bytes`` after ``pos``, as no
+        record in it can be larger otherwise: the check costs nothing on the usual path."""
+        limit = self._max_record
+        assert limit is not None
+        for i, data in enumerate(records):
+            if len(data) > limit:
+                return records[:i], pos + sum(len(r) + FRAMING for r in records[:i])
+        return records, stop
 
     def _advance(self) -> bool:
         """Deals with the record at the current position, which the inner loop could not take.
@@ -286,6 +325,12 @@ class TFRecordReader:
                     f"corrupt length CRC: stored {stored:#010x}, computed {computed:#010x}",
                     resync=True,
                 )
+        if self._max_record is not None and length > self._max_record:
+            return self._fail(
+                f"the record header declares {length} bytes of data, more than max_record_bytes"
+                f" ({self._max_record})",
+                resync=True,
+            )
         needed = FRAMING + length
         available = self._fill(needed)
         if available < needed:
@@ -329,7 +374,8 @@ class TFRecordReader:
         view[:available] = buf[pos:]
         while available < needed:
             if available == len(view):
-                grown = memoryview(_new_buffer(available + min(available, _MAX_READ)))
+                size = min(available + min(available, _MAX_READ), needed)
+                grown = memoryview(_new_buffer(size))
                 grown[:available] = view[:available]
                 view = grown
             try:
@@ -431,15 +477,33 @@ def read_tfrecord(
     compression: CompressionArg = "auto",
     verify_crc: bool = True,
     on_error: OnError = "raise",
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> Iterator[bytes]:
     """The records of the TFRecord file at ``path`` (see :class:`TFRecordReader`).
 
-    The file is opened when iteration starts and closed when it ends or the iterator is dropped.
+    The file is opened when iteration starts and closed when it ends or the iterator is dropped;
+    a file that cannot be opened raises :class:`~codegen.errors.TfrGenError` naming it.
     """
-    with TFRecordReader(
-        path, compression=compression, verify_crc=verify_crc, on_error=on_error
+    check_max_record_bytes(max_record_bytes)
+    with _open_reader(
+        path,
+        compression=compression,
+        verify_crc=verify_crc,
+        on_error=on_error,
+        max_record_bytes=max_record_bytes,
     ) as reader:
         yield from reader
+
+
+def _open_reader(path: PathLike, **options: Any) -> TFRecordReader:
+    """A :class:`TFRecordReader` of the file ``path``; :class:`TfrGenError` naming the file if it
+    cannot be opened."""
+    try:
+        return TFRecordReader(path, **options)
+    except OSError as exc:
+        raise TfrGenError(
+            f"{os.fspath(path)}: cannot read the file: {exc.strerror or exc}"
+        ) from None
 
 
 def read_decoded(
@@ -449,6 +513,7 @@ def read_decoded(
     compression: CompressionArg = None,
     on_error: OnError = "raise",
     on_skip: OnSkip | None = None,
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> Iterator[T]:
     """Decode every record of a TFRecord file; a record that does not decode is reported with its
     file position.
@@ -458,9 +523,16 @@ def read_decoded(
     to ``on_skip`` (logged as a warning without it), instead of raising :class:`DataError`.
     """
     on_error = check_on_error(on_error, on_skip, "read_tfrecord")
+    check_max_record_bytes(max_record_bytes)
     resolved = resolve_compression(path, compression)
     report = SkipReporter(on_skip, _log) if on_error == "skip" else None
-    with TFRecordReader(path, compression=resolved, on_error=on_error, on_skip=report) as reader:
+    with _open_reader(
+        path,
+        compression=resolved,
+        on_error=on_error,
+        on_skip=report,
+        max_record_bytes=max_record_bytes,
+    ) as reader:
         for data in reader:
             try:
                 record = decode(data)

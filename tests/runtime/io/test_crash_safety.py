@@ -153,7 +153,7 @@ def check_files(out: Path, log: Log, basics: ModuleType) -> None:
     dataset = out / "dataset"
     shards = [p for p in dataset.glob("*") if not p.name.startswith(".")]
     for path in shards:
-        if not path.name.endswith(".json"):
+        if ".tfrecord" in path.name:  # not the manifest, nor a killed writer's lock
             records = [cls.decode(data) for data in read_tfrecord(path)]
             if records:
                 write_of(records, path, whole=False)

@@ -59,7 +59,11 @@ def skip_reader(
 ) -> TFRecordReader:
     """A skipping reader over ``data`` that appends the spans it skips to ``spans``."""
     return TFRecordReader(
-        io.BytesIO(data), compression=compression, on_error="skip", on_skip=spans.append
+        io.BytesIO(data),
+        compression=compression,
+        on_error="skip",
+        on_skip=spans.append,
+        max_record_bytes=None,  # as the reference, which knows of no limit
     )
 
 
@@ -452,7 +456,7 @@ def test_huge_declared_length_is_truncation_without_allocating_it() -> None:
     data = frame(b"ok") + frame_header(1 << 60) + bytes(1000)
     tracemalloc.start()
     try:
-        records, error = read_all(TFRecordReader(io.BytesIO(data)))
+        records, error = read_all(TFRecordReader(io.BytesIO(data), max_record_bytes=None))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
