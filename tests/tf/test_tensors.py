@@ -321,3 +321,51 @@ def test_examples_tensorflow_refuses_are_refused(
         codec.decode_optional(wire.parse_example(data))
     assert str(info.value).startswith("R.a (key 'key a'): ")
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("codec", "records"),
+    [
+        (
+            ragged(INT64, (None, None), "a"),
+            [
+                (
+                    ("key a", "int64_list", b""),
+                    ("key a/row_lengths_1", "int64_list", int64_list(5)),
+                ),
+                (("key a", "int64_list", int64_list(1, 2, 3, 4, 5)),),
+            ],
+        ),
+        (
+            ragged(INT64, (None, None, None), "a"),
+            [
+                (
+                    ("key a/row_lengths_1", "int64_list", int64_list(2)),
+                    ("key a/row_lengths_2", "int64_list", int64_list(1)),
+                    ("key a", "int64_list", b""),
+                ),
+                (
+                    ("key a/row_lengths_1", "int64_list", b""),
+                    ("key a/row_lengths_2", "int64_list", int64_list(0)),
+                    ("key a", "int64_list", int64_list(7)),
+                ),
+            ],
+        ),
+    ],
+    ids=["values-moved", "row-lengths-moved"],
+)
+def test_a_batch_never_moves_values_between_records_whose_counts_balance_out(
+    tf: Any, codec: Codec[Any], records: list[tuple[tuple[str, str, bytes], ...]]
+) -> None:
+    """Each record's counts are wrong, but the batch's add up: TensorFlow alone would partition
+    the joined values (``[[[1, 2, 3, 4, 5]], []]`` for the first case)."""
+    batch = [one_example(*items) for items in records]
+    joined = tf.io.parse_example(tf.constant(batch), tf_feature_spec([codec]))["key a"]
+    assert joined.shape[0] == 2  # TensorFlow's own batch parse raises nothing
+    for data in batch:
+        with pytest.raises(RecordError, match="row lengths|holds"):
+            codec.decode_optional(wire.parse_example(data))
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf_parse_example(data, [codec])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="in some Example the row lengths"):
+        tf_parse_example(tf.constant(batch), [codec])

@@ -24,9 +24,10 @@ TensorFlow reshapes the values of all Examples together, so counts of 3 and 3 wi
 silently give rows that span Examples.) Raw bytes are checked against the fixed or stored shape and
 decoded (``tf.io.decode_raw``, little-endian) to ``shape`` (a batch with an unknown dimension: a
 ragged tensor; optional: a leading dimension of 0 or 1). Ragged features are checked to have row
-lengths that fit: fully for one Example; over a batch TensorFlow joins the row lengths of all
-Examples before partitioning, so lengths that do not fit their own Example but balance out over
-the batch go unnoticed (the codecs' ``decode`` catches them). Feature lists give ``[T, *shape]``
+lengths that fit each Example: over a batch TensorFlow joins the row lengths of all Examples
+before partitioning, so lengths that do not fit their own Example but balance out over the batch
+would move values between Examples; a batch parse therefore also reads each Example's values and
+row lengths apart (:func:`record_check_specs`) and checks every Example's counts. Feature lists give ``[T, *shape]``
 (a batch: ``[batch, (T), *shape]``, ragged).
 
 An optional feature with a leading ``None`` (list or ragged) that is absent from an Example
@@ -143,6 +144,30 @@ def _utf8(value: object) -> object:
     return [_utf8(item) for item in value]
 
 
+_CHECK = "\0per record:"
+"""The start of the names of the parse spec entries :func:`record_check_specs` adds."""
+
+
+def record_check_specs(codecs: Iterable[TfCodec]) -> dict[str, Any]:
+    """Extra parse spec entries for a batch: each ragged feature's flat values and each of its
+    row-lengths companions, per Example (names that cannot be keys of the record's spec), so that
+    :func:`post_process` can check every Example's counts."""
+    tf = import_tensorflow("the per-record checks of ragged features")
+    extra: dict[str, Any] = {}
+    for codec in codecs:
+        info = codec.info()
+        if info.ragged and not info.sequence:
+            wire_dtype = tf.as_dtype(_WIRE_DTYPES[info.wire])
+            extra[_CHECK + info.key] = tf.io.RaggedFeature(
+                wire_dtype, value_key=info.key, row_splits_dtype=tf.int64
+            )
+            for key in info.companions:
+                extra[_CHECK + key] = tf.io.RaggedFeature(
+                    tf.int64, value_key=key, row_splits_dtype=tf.int64
+                )
+    return extra
+
+
 def tf_feature_spec(codecs: Iterable[TfCodec]) -> dict[str, Any]:
     """The parse spec of a record's features (or feature lists): every codec's entries, by key."""
     spec: dict[str, Any] = {}
@@ -179,6 +204,8 @@ def post_process(
     value = parsed[info.key]
     if info.ragged:
         _check_row_lengths(tf, info, value.values if batched else value)
+        if batched and _CHECK + info.key in parsed:
+            _check_each_record(tf, info, parsed)
     elif (
         not info.fixed
         and len(info.shape) > 1
@@ -248,6 +275,29 @@ def _check_row_lengths(tf: Any, info: FeatureInfo, value: Any) -> None:
             "partition",
         )
         node = below
+
+
+def _check_each_record(tf: Any, info: FeatureInfo, parsed: Mapping[str, Any]) -> None:
+    """Raise unless, in every Example of a batch, each row-lengths companion's lengths are
+    non-negative and add up to the rows below them (the next companion's count, or the values'
+    count over the inner size)."""
+    inner = math.prod(d for d in info.shape if d is not None)
+    counts = [parsed[_CHECK + key] for key in info.companions]
+    below = [c.row_lengths() for c in counts[1:]]
+    below.append(parsed[_CHECK + info.key].row_lengths())
+    for i, (key, lengths) in enumerate(zip(info.companions, counts, strict=True)):
+        sums = tf.reduce_sum(lengths, axis=1)
+        if i == len(counts) - 1:
+            sums = sums * inner
+        fits = tf.logical_and(
+            tf.reduce_all(lengths.values >= 0), tf.reduce_all(tf.equal(sums, below[i]))
+        )
+        tf.debugging.assert_equal(
+            fits,
+            True,
+            message=f"{_where(info)}: in some Example the row lengths in {key!r} do not fit the"
+            " rows they partition",
+        )
 
 
 def _steps(
@@ -404,9 +454,10 @@ def tf_parse_example(
     tensor = _serialized(tf, serialized, "Examples")
     spec = tf_feature_spec(named.values())
     batched = tensor.shape.rank == 1
-    parsed = (
-        tf.io.parse_example(tensor, spec) if batched else tf.io.parse_single_example(tensor, spec)
-    )
+    if batched:
+        parsed = tf.io.parse_example(tensor, spec | record_check_specs(named.values()))
+    else:
+        parsed = tf.io.parse_single_example(tensor, spec)
     return {name: post_process(c.info(), parsed, batched=batched) for name, c in named.items()}
 
 
@@ -431,6 +482,8 @@ def tf_parse_sequence_example(
     batched = tensor.shape.rank == 1
     lengths = None
     if batched:
+        if context_spec is not None:
+            context_spec |= record_check_specs(context.values())
         parsed_context, parsed_lists, lengths = tf.io.parse_sequence_example(
             tensor, context_features=context_spec, sequence_features=sequence_spec
         )
