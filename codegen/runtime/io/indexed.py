@@ -15,7 +15,11 @@ An index is *stale* when the file's size or modification time differ from those 
 file was rewritten or appended to since). :class:`IndexedReader` uses ``FILE.index`` when it is
 current and otherwise finds the offsets by reading the file once; an index passed explicitly must
 be current and valid, or :class:`~codegen.errors.TfrGenError` says why. Reading a record checks its
-length and data CRCs, as sequential reading does. Compressed files have no index: their records
+length and data CRCs, as sequential reading does, and that the index is consistent with the file
+around it: the record's frame ends exactly where the index puts the next record (or the file's
+end), and the record before it ends exactly where it starts; an index that does not is refused
+with a :class:`~codegen.errors.DataError` before the record's data is read. Reading every record
+thus checks the whole chain of offsets. Compressed files have no index: their records
 cannot be reached without decompressing everything before them.
 """
 
@@ -206,6 +210,7 @@ class IndexedReader:
             self._file.close()
             raise
         self._offsets = info.offsets
+        self._size = info.size
         self._lock = threading.Lock()
 
     def _default_index(self, stat: os.stat_result) -> IndexInfo:
@@ -244,21 +249,49 @@ class IndexedReader:
             return [self._read(j) for j in range(*i.indices(len(self._offsets)))]
         return self._read(_position(i))
 
+    def _header(self, j: int, offset: int) -> int:
+        """The data length in the header of record ``j`` at ``offset`` (the lock held), checked."""
+        self._file.seek(offset)
+        header = self._file.read(HEADER_SIZE)
+        if len(header) < HEADER_SIZE:
+            raise self._error(j, offset, f"truncated header: only {len(header)} of 12 bytes")
+        length, stored = HEADER.unpack(header)
+        computed = masked_crc(header[:8])
+        if computed != stored:
+            raise self._error(
+                j,
+                offset,
+                f"corrupt length CRC: stored {stored:#010x}, computed {computed:#010x}",
+            )
+        return int(length)
+
+    def _inconsistent(self, j: int, offset: int, reason: str) -> DataError:
+        return self._error(
+            j,
+            offset,
+            f"the index does not match the file: {reason}; rebuild it with 'tfr-gen index"
+            f" {self.path}'",
+        )
+
     def _read(self, i: int) -> bytes:
         offset = self.offset(i)
-        j = i + len(self._offsets) if i < 0 else i
+        n = len(self._offsets)
+        j = i + n if i < 0 else i
+        following = int(self._offsets[j + 1]) if j + 1 < n else self._size
         with self._lock:
-            self._file.seek(offset)
-            header = self._file.read(HEADER_SIZE)
-            if len(header) < HEADER_SIZE:
-                raise self._error(j, offset, f"truncated header: only {len(header)} of 12 bytes")
-            length, stored = HEADER.unpack(header)
-            computed = masked_crc(header[:8])
-            if computed != stored:
-                raise self._error(
+            if j > 0:
+                before = int(self._offsets[j - 1])
+                if before + FRAMING + self._header(j - 1, before) != offset:
+                    raise self._inconsistent(
+                        j, offset, f"record {j - 1} does not end where the index puts record {j}"
+                    )
+            length = self._header(j, offset)
+            if offset + FRAMING + length != following:
+                where = f"record {j + 1}" if j + 1 < n else f"the file's end ({self._size} bytes)"
+                raise self._inconsistent(
                     j,
                     offset,
-                    f"corrupt length CRC: stored {stored:#010x}, computed {computed:#010x}",
+                    f"the record's {length}-byte frame does not end where the index puts {where}",
                 )
             rest = self._file.read(length + 4)
         if len(rest) < length + 4:

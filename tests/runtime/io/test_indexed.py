@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.io.indexed import (
     IndexedReader,
     IndexedRecords,
+    IndexInfo,
     index_bytes,
     read_index,
     scan_offsets,
@@ -25,7 +27,7 @@ from codegen.runtime.io.indexed import (
 )
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
-from support.framing import SOME_RECORDS, flip_byte, frame_offsets
+from support.framing import SOME_RECORDS, flip_byte, frame, frame_offsets
 from support.modules import generated_module
 from support.tutorial import customer_records, tf_customers, tf_write
 
@@ -192,3 +194,52 @@ def test_records_are_sliced_and_iterated_like_a_list(tmp_path: Path) -> None:
             records["3"]
     with IndexedReader(tmp_path / "c.tfrecord") as reader:
         assert reader[1:3] == [c.encode() for c in customers[1:3]]
+
+
+def _lying_index(path: Path, offsets: list[int]) -> Path:
+    """An index of ``path`` with a valid checksum and the file's real size and time, but the
+    given ``offsets``."""
+    stat = os.stat(path)
+    index = path.parent / (path.name + ".index")
+    info = IndexInfo(np.array(offsets, np.uint64), stat.st_size, stat.st_mtime_ns)
+    index.write_bytes(index_bytes(info))
+    return index
+
+
+def test_an_index_that_drops_records_is_refused_as_records_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "r.tfrecord"
+    records = [b"record %d" % i for i in range(6)]
+    write_tfrecord(path, records)
+    offsets = frame_offsets(records)
+    index = _lying_index(path, offsets[::2])
+    with IndexedReader(path, index=index) as reader:
+        assert len(reader) == 3
+        with pytest.raises(DataError, match="the index does not match the file") as first:
+            reader[0]
+        assert (first.value.index, first.value.offset) == (0, 0)
+        assert "does not end where the index puts record 1" in str(first.value)
+        with pytest.raises(DataError, match="record 1 does not end where the index puts record 2"):
+            reader[2]
+        with pytest.raises(DataError, match="index does not match"):
+            list(reader)
+
+
+def test_an_index_pointing_at_a_record_hidden_in_another_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.tfrecord"
+    hidden = b"forged"
+    records = [b"first", b"x" * 7 + frame(hidden) + b"y" * 9, b"last"]
+    write_tfrecord(path, records)
+    offsets = frame_offsets(records)
+    inside = offsets[1] + 12 + 7  # the hidden frame in record 1's data
+    index = _lying_index(path, [offsets[0], offsets[1], inside, offsets[2]])
+    with IndexedReader(path, index=index) as reader:
+        assert reader[0] == b"first"
+        for i in (1, 2):
+            with pytest.raises(DataError, match="the index does not match the file"):
+                reader[i]
+    tail = _lying_index(path, [offsets[0], inside])  # the hidden frame as the last record
+    with IndexedReader(path, index=tail) as reader:
+        with pytest.raises(DataError, match="does not end where the index puts record 1"):
+            reader[0]
+        with pytest.raises(DataError, match="record 0 does not end where the index puts record 1"):
+            reader[1]
