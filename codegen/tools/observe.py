@@ -9,6 +9,7 @@ UTF-8 and how many there are of each length.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -110,6 +111,15 @@ class KeyObservation:
         """The sum of the numbers (NaN aside)."""
         self._reduce()
         return self._total
+
+    @property
+    def mean(self) -> float | None:
+        """The mean of the numbers (NaN aside); ``None`` when there were none, or when it is
+        undefined (both infinities among them)."""
+        self._reduce()
+        if not self._numbers or math.isnan(self._total):
+            return None
+        return self._total / self._numbers
 
     @property
     def numbers(self) -> int:

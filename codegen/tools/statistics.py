@@ -3,8 +3,8 @@
 Per file: size and record count. In all: records and their bytes, stretches that could not be read,
 records whose bytes do not parse. Per key (of an Example's features, or of a SequenceExample's
 context and feature lists): in how many records it appears, its list kinds, the fewest and most
-values per feature, the minimum, maximum and mean of numbers (NaN counted apart), and for bytes the
-number of values of each length.
+values per feature, the minimum, maximum and mean of numbers (NaN counted apart; no mean where
+both infinities occur), and for bytes the number of values of each length.
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ def key_json(seen: KeyObservation, is_list: bool) -> dict[str, Json]:
         kind = Wire.FLOAT if Wire.FLOAT in numeric else Wire.INT64
         entry["min"] = _number(seen.low, kind)
         entry["max"] = _number(seen.high, kind)
-        entry["mean"] = _float64_json(seen.total / seen.numbers) if seen.numbers else None
+        mean = seen.mean
+        entry["mean"] = None if mean is None else _float64_json(mean)
         entry["nan"] = seen.nans
     if Wire.BYTES in kinds:
         entry["utf8"] = seen.utf8
@@ -204,7 +205,7 @@ def _row(key: str, seen: KeyObservation, is_list: bool) -> list[str]:
     if is_list:
         cells.append(_range(seen.steps_min, seen.steps_max))
     cells.append(_range(seen.counts_min, seen.counts_max))
-    mean = seen.total / seen.numbers if seen.numbers else None
+    mean = seen.mean
     cells += [
         _number_text(seen.low, kinds),
         _number_text(seen.high, kinds),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -255,3 +256,17 @@ def test_batches_of_examples_are_scanned_not_parsed_one_by_one(
     monkeypatch.setattr(Observation, "add", None)  # the record-by-record path is not taken
     assert observation.add_batch(records) == []
     assert observation.features["n"].high == 49 and observation.records == 50
+
+
+def test_both_infinities_give_no_mean_and_no_warning(tmp_path: Path) -> None:
+    values = np.array([np.inf, -np.inf, 1.0], np.float32)
+    entry = wire.map_entry(wire.key_field("x"), wire.float_feature(values))
+    write_tfrecord(tmp_path / "inf.tfrecord", [wire.example([entry])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run_cli("stats", "inf.tfrecord", cwd=tmp_path)
+        assert (code, err) == (0, "")
+        assert out.splitlines()[-1].split() == ["x", "1", "float_list", "3", "-inf", "inf", "-"]
+        code, out, err = run_cli("stats", "--format", "json", "inf.tfrecord", cwd=tmp_path)
+    feature = json.loads(out)["features"]["x"]
+    assert (feature["min"], feature["max"], feature["mean"]) == ("-Infinity", "Infinity", None)

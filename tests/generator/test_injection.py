@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 
+from codegen.generator.api import regenerate_command
 from codegen.generator.load import parse_schema
 from codegen.generator.render import render
 from support.modules import module_from_source
@@ -96,3 +98,30 @@ records:
     assert module.Evil.decode(record.encode()) == record
     assert [info.key for info in module.Evil.feature_spec()] == [EVIL_KEY, "a\nb\u2028c"]
     assert EVIL_DOC.splitlines()[0].strip() in (module.__doc__ or "")
+
+
+def test_bidirectional_and_zero_width_characters_of_docs_are_escaped_in_docstrings() -> None:
+    text = (
+        "version: 1\n"
+        'doc: "Module \\u202eevil\\u202c doc"\n'
+        "records:\n"
+        "  Item:\n"
+        '    doc: "Record \\u2066hidden\\u2069 and \\u200bzero width"\n'
+        "    features:\n"
+        '      a: {dtype: int64, doc: "Feature \\u202dforced\\u202c"}\n'
+    )
+    schema = parse_schema(text, "bidi.yaml")
+    assert "\u202e" in (schema.doc or "")  # the characters themselves
+    source = render(schema, command="tfr-gen bidi.yaml")
+    assert not any(0x2000 <= ord(ch) <= 0x206F or 0x202A <= ord(ch) <= 0x202E for ch in source)
+    module = module_from_source(source, "bidi")
+    docs = [module.__doc__, module.Item.__doc__]
+    assert "Module \\u202eevil\\u202c doc" in docs[0]  # the escapes, as text
+    assert "Record \\u2066hidden\\u2069 and \\u200bzero width" in docs[1]
+    assert "Feature \\\\u202dforced\\\\u202c" in source  # escaped in an attribute docstring
+
+
+def test_the_regenerate_command_is_shell_quoted() -> None:
+    assert regenerate_command(Path("my schemas/a;rm -rf $HOME.yaml"), Path("out dir")) == (
+        "tfr-gen 'my schemas/a;rm -rf $HOME.yaml' --out 'out dir'"
+    )
