@@ -130,6 +130,9 @@ class TFRecordReader:
     running CRCs at its two ends (:class:`~codegen.runtime.io.resync.Resync`), not from a pass
     over its data.
 
+    A reader belongs to the process that made it: continued in a process forked from it, it
+    raises :class:`TfrGenError` (the two would share the file's position and each read part).
+
     ``index`` is the number of records yielded so far and :attr:`offset` the stream offset of the
     next header. Memory stays within a few 1 MiB chunks plus the largest record; a header that
     declares more data than the file holds costs at most the bytes actually read (of the rest of
@@ -167,6 +170,7 @@ class TFRecordReader:
         self._where = (
             "" if self.compression is None else f" (in the uncompressed {self.compression} stream)"
         )
+        self._pid = os.getpid()  # the file offset is shared with a fork(): one process reads
         self._verify = verify_crc
         self._skip = on_error == "skip"
         self._on_skip = on_skip
@@ -367,6 +371,12 @@ class TFRecordReader:
         available = len(buf) - pos
         if available >= needed or self._eof:
             return available
+        if os.getpid() != self._pid:
+            raise TfrGenError(
+                f"{self.path}: this reader was opened in process {self._pid} and is read in process"
+                f" {os.getpid()} after fork(): the processes share its file position, so neither"
+                " would read the file whole; open a reader in each process"
+            )
         # A new buffer (from the accelerator's pool, when it is built) starts with the bytes kept;
         # it doubles when the stream fills it, so it is never much larger than the data read (a
         # declared length costs nothing until the data is there).

@@ -928,3 +928,36 @@ def test_property_compressed_byte_flips(
     assert (skipping.skipped_spans == 0) == (error is None)
     if error is None:
         assert skipped == records
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_reader_continued_after_fork_says_so_instead_of_reporting_truncation(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.tfrecord"
+    write_tfrecord(path, [b"x" * 100_000 for _ in range(40)])  # more than one read chunk
+    with TFRecordReader(path) as reader:
+        assert next(reader) == b"x" * 100_000
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child continues the parent's reader
+            os.close(read)
+            try:
+                sum(1 for _ in reader)
+                report = b"no error"
+            except TfrGenError as exc:
+                report = str(exc).encode()
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                report = repr(exc).encode()
+            os.write(write, report)
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            message = pipe.read().decode()
+        os.waitpid(pid, 0)
+        assert (
+            f"{path}: this reader was opened in process {os.getpid()} and is read in process"
+            in (message)
+        )
+        assert "after fork()" in message
+        assert sum(1 for _ in reader) == 39  # the parent reads on, whole
