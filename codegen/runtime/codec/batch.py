@@ -152,6 +152,8 @@ def scan_keys(
     requested = set(keys)
     parsed = []
     for index, record in enumerate(data):
+        if type(record) is not bytes:
+            record = wire.as_bytes(record)
         features = wire.parse_example(record)
         if unrequested is not None:
             for key in features.keys() - requested:

@@ -30,7 +30,7 @@ from codegen.kinds import RAW_ELEMENT, PlanOp, codec_row_of, element_code
 from codegen.runtime.accel import speedups
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
-from codegen.runtime.codec.wire import parse_example, parse_sequence_example
+from codegen.runtime.codec.wire import as_bytes, parse_example, parse_sequence_example
 
 __all__ = ["ExampleDecoder", "codec_decoder", "compile_plan", "example_decoder", "sequence_hint"]
 
@@ -92,6 +92,8 @@ def codec_decoder(
     if sequence_codecs is None:
 
         def decode(data: bytes) -> tuple[Any, ...]:
+            if type(data) is not bytes:
+                data = as_bytes(data)
             try:
                 features = parse_example(data)
             except RecordError as exc:

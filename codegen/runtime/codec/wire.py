@@ -33,7 +33,7 @@ import struct
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace as _Namespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,7 +49,11 @@ from codegen.runtime.codec.varint import (
     to_int64,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
 __all__ = [
+    "as_bytes",
     "bytes_feature",
     "bytes_scalar_feature",
     "decode_bytes_list",
@@ -211,12 +215,35 @@ def _check_key(key: bytes, offset: int, what: str) -> None:
 # --- parsing Example and SequenceExample ----------------------------------------------------------
 
 
+def as_bytes(data: Buffer) -> bytes:
+    """``data``, any C-contiguous bytes-like object (bytes, bytearray, memoryview, a contiguous
+    numpy array), as ``bytes``; the errors the C accelerator raises for anything else (a
+    ``TypeError`` for an object without the buffer protocol, a ``ValueError`` or ``BufferError``
+    for a non-contiguous buffer), so that both implementations take the same inputs."""
+    if type(data) is bytes:
+        return data
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'") from None
+    with view:
+        if not view.c_contiguous:
+            name = type(data).__name__
+            if name == "ndarray":
+                raise ValueError("ndarray is not C-contiguous")
+            raise BufferError(f"{name}: underlying buffer is not C-contiguous")
+        return view.tobytes()
+
+
 def parse_example(data: bytes) -> dict[bytes, FeatureValue]:
     """The features of a serialized ``Example``: key (UTF-8 bytes) -> (kind, list body).
 
     Of several entries of a key the last wins, except that one whose ``Feature`` has no kind
-    leaves an earlier entry with a list in place, as TensorFlow's parser does.
+    leaves an earlier entry with a list in place, as TensorFlow's parser does. ``data`` may be
+    any bytes-like object (:func:`as_bytes`).
     """
+    if type(data) is not bytes:
+        data = as_bytes(data)
     features: dict[bytes, FeatureValue] = {}
     end = len(data)
     if end > 1 and data[0] == 0x0A:  # the usual Example: one features field and nothing else
@@ -256,8 +283,11 @@ def parse_sequence_example(
     """The context features and feature lists of a serialized ``SequenceExample``.
 
     The context is like :func:`parse_example`'s result; a feature list maps its key to one
-    (kind, list body) per step, in order.
+    (kind, list body) per step, in order. ``data`` may be any bytes-like object
+    (:func:`as_bytes`).
     """
+    if type(data) is not bytes:
+        data = as_bytes(data)
     context: dict[bytes, FeatureValue] = {}
     feature_lists: dict[bytes, list[FeatureValue]] = {}
     pos, end = 0, len(data)
