@@ -238,10 +238,11 @@ class Dataset(Generic[T]):
         self._sources = find_sources(files, compression, schema, check_schema=check_schema)
         if count:
             self._sources = tuple(
-                Source(s.path, s.compression, count_records(s)) for s in self._sources
+                Source(s.path, s.compression, count_records(s), s.size) for s in self._sources
             )
         self.files = tuple(source.path for source in self._sources)
         self._compressions = tuple(source.compression for source in self._sources)
+        self._listed_sizes = tuple(source.size for source in self._sources)
         self._schema = schema
         self._decode = decode
         self._decode_batch = decode_batch
@@ -737,6 +738,17 @@ class Dataset(Generic[T]):
         reported only by the shard that owns the index of the record after it.
         """
         path, compression = self.files[file], self._compressions[file]
+        listed = self._listed_sizes[file]
+        if listed is not None and _size(path) != listed:
+            changed = (
+                f"the shard has {_size(path)} bytes but its manifest lists {listed}: it was changed"
+                " or replaced after the dataset was written"
+            )
+            if self.on_error == "raise":
+                raise TfrGenError(f"{path}: {changed}")
+            if not self._quiet and (shared is None or file % shared.count == shared.index):
+                self._report(SkippedSpan(path, 0, _size(path), changed))
+            return None
         if self.on_error == "raise":
             return TFRecordReader(path, compression=compression)
         report = self._report

@@ -42,6 +42,8 @@ class Source:
     path: str
     compression: Compression
     records: int | None
+    size: int | None = None
+    """The byte size a manifest lists for the shard (``None`` for a file named directly)."""
 
 
 def find_sources(
@@ -109,7 +111,7 @@ def _manifest_sources(
     if check_schema and schema is not None:
         check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
     return tuple(
-        Source(shard_path, manifest.compression, shard.records)
+        Source(shard_path, manifest.compression, shard.records, shard.size)
         for shard, shard_path in zip(manifest.shards, manifest.paths, strict=True)
     )
 

@@ -174,3 +174,22 @@ def test_equal_batches_need_counts_and_records_to_pad_with(
         items.Item.dataset(paths, batch_size=2, equal_batches="even")
     with pytest.raises(TfrGenError, match="leave out drop_remainder"):
         items.Item.dataset(paths, batch_size=2, equal_batches="drop", drop_remainder=True)
+
+
+def test_a_shard_changed_after_its_manifest_was_written_is_refused_or_skipped(
+    modules: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    items = modules["src_items"]
+    manifest = write_items(items, tmp_path / "data", 40, 2)
+    first, second = manifest.paths
+    items.Item.write_tfrecord(second, [item(items, 100)])  # valid records, other bytes
+    dataset = items.Item.dataset(tmp_path / "data", batch_size=8)
+    with pytest.raises(TfrGenError, match="changed or replaced after the dataset was written"):
+        ids(dataset)
+    skipped: list[Any] = []
+    dataset = items.Item.dataset(
+        tmp_path / "data", batch_size=8, on_error="skip", on_skip=skipped.append
+    )
+    assert ids(dataset) == list(range(20))  # the first shard only
+    assert [span.path for span in skipped] == [second]
+    assert "its manifest lists" in skipped[0].reason
