@@ -65,7 +65,19 @@ class _Prefixed:
     node: _Node
 
 
-_Node = _Group | _Atom | _Prefixed
+@dataclass(frozen=True, slots=True)
+class _Union:
+    """A parameter annotated with a union (``name: A | None = None``): split, as the formatter splits it, before
+    each ``|`` at the parameter's indentation, the first member split like any expression."""
+
+    prefix: str
+    """``name: ``."""
+    members: tuple[_Node, ...]
+    tail: str
+    """`` = default``, or nothing."""
+
+
+_Node = _Group | _Atom | _Prefixed | _Union
 
 
 def wrap(text: str, width: int) -> list[str]:
@@ -88,6 +100,8 @@ def _flat(node: _Node) -> str:
         return node.text
     if isinstance(node, _Prefixed):
         return node.prefix + _flat(node.node)
+    if isinstance(node, _Union):
+        return node.prefix + " | ".join(_flat(member) for member in node.members) + node.tail
     body = node.separator.join(_flat(item) for item in node.items)
     if node.single_tuple:
         body += ","
@@ -108,6 +122,13 @@ def _layout(node: _Node, indent: int, prefix: str, suffix: str) -> list[str]:
         return [prefix + flat + suffix]
     if isinstance(node, _Prefixed):
         return _layout(node.node, indent, prefix + node.prefix, suffix)
+    if isinstance(node, _Union):
+        first, *rest = node.members
+        lines = _layout(first, indent, prefix + node.prefix, "")
+        for number, member in enumerate(rest, 1):
+            end = node.tail + suffix if number == len(rest) else ""
+            lines.extend(_layout(member, indent, "| ", end))
+        return lines
     inner = " " * INDENT
     concat = node.separator == " "
     if concat:
@@ -230,6 +251,10 @@ def _parameters(args: ast.arguments, source: str) -> tuple[_Node, ...]:
 
     def parameter(arg: ast.arg, default: ast.expr | None) -> _Node:
         text = arg.arg
+        annotation = arg.annotation
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            tail = "" if default is None else f" = {ast.get_source_segment(source, default)}"
+            return _Union(f"{text}: ", tuple(_node(m, source) for m in _members(annotation)), tail)
         if arg.annotation is not None:
             text += f": {ast.get_source_segment(source, arg.annotation)}"
         if default is None:
@@ -250,6 +275,13 @@ def _parameters(args: ast.arguments, source: str) -> tuple[_Node, ...]:
         items.append(_Atom("*"))
     items.extend(parameter(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True))
     return tuple(items)
+
+
+def _members(union: ast.expr) -> list[ast.expr]:
+    """The members of ``A | B | C``, left to right."""
+    if isinstance(union, ast.BinOp) and isinstance(union.op, ast.BitOr):
+        return [*_members(union.left), *_members(union.right)]
+    return [union]
 
 
 def _string_lines(source: str) -> set[int]:

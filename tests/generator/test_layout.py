@@ -88,6 +88,24 @@ def _check_with_ruff(directory: Path) -> None:
             ) -> None:""",
         ),
         (
+            "def f(self, *, "
+            + "n" * 40
+            + ": _Iterable[_Iterable[_Iterable[str]]] | None = None) -> None:",
+            "def f(\n    self,\n    *,\n    "
+            + "n" * 40
+            + ": _Iterable[_Iterable[_Iterable[str]]]\n"
+            "    | None = None,\n) -> None:",
+        ),
+        (
+            "def f(self, *, "
+            + "n" * 50
+            + ": _Iterable[_Iterable[_Iterable[str]]] | None = None) -> None:",
+            "def f(\n    self,\n    *,\n    "
+            + "n" * 50
+            + ": _Iterable[\n        _Iterable[_Iterable[str]]\n"
+            "    ]\n    | None = None,\n) -> None:",
+        ),
+        (
             "S = Schema(module='m', canonical=('" + "a" * 70 + "' '" + "b" * 70 + "'))",
             "S = Schema(\n    module='m',\n    canonical=(\n        '"
             + "a" * 70
