@@ -400,10 +400,6 @@ class _Lowering:
                 )
                 ok = False
         shape = tuple(dims)
-        if raw and not shape:
-            at = (*path, "shape") if "shape" in doc.model_fields_set else (*path, "encoding")
-            self.at_value(at, _raw_scalar_problem(dtype))
-            ok = False
         if ok and math.prod(d for d in shape if d is not None) > _MAX_ELEMENTS:
             self.at_value(
                 (*path, "shape"), f"shape {shape_text(shape)} has more than 2**63-1 elements"
@@ -462,18 +458,6 @@ def _null_problem(
     if dtype is not None and dtype.name in RAW_DTYPES:
         message += "; use 'encoding: raw' for unknown dimensions anywhere"
     return message
-
-
-def _raw_scalar_problem(dtype: DType | None) -> str:
-    """The message for a scalar (``shape: []``) with ``encoding: raw``."""
-    message = "encoding 'raw' needs a shape of rank 1 or more"
-    if dtype is None or dtype.list_ok:
-        return f"{message}; store a scalar with the list encoding (remove 'encoding: raw')"
-    instead = "float32" if dtype.wire is Wire.FLOAT else "int64"
-    return (
-        f"{message}; store a scalar {dtype.name} as shape [1], or as dtype {instead} with the"
-        " list encoding"
-    )
 
 
 class _Defaults:

@@ -64,12 +64,6 @@ FEATURE_CASES = [
         " or 'encoding: raw' to keep uint64",
     ),
     (
-        "{dtype: int64, encoding: raw}",
-        "raw",
-        "encoding 'raw' needs a shape of rank 1 or more; store a scalar with the list encoding"
-        " (remove 'encoding: raw')",
-    ),
-    (
         "{dtype: int64, encoding: packed}",
         "packed",
         "'encoding' of feature 'f' must be 'list' or 'raw', got 'packed'",

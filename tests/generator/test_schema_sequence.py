@@ -54,7 +54,6 @@ STEP_NULLS = (
     "the shape of a sequence feature is that of one step, and only its first dimension may be null"
     " (of unknown length)"
 )
-RAW_SCALAR = "encoding 'raw' needs a shape of rank 1 or more"
 RAW_DEFAULT = (
     "a default is not supported with encoding: raw; remove it, or set 'optional: true' to allow the"
     " feature to be absent"
@@ -237,23 +236,6 @@ FEATURE_CASES = [
         "{dtype: int65, shape: [2], encoding: raw}",
         "int65",
         f"unknown dtype 'int65'; expected one of {RAW_DTYPES}",
-    ),
-    (
-        "{dtype: int32, encoding: raw}",
-        "raw",
-        f"{RAW_SCALAR}; store a scalar with the list encoding (remove 'encoding: raw')",
-    ),
-    (
-        "{dtype: float64, encoding: raw}",
-        "raw",
-        f"{RAW_SCALAR}; store a scalar float64 as shape [1], or as dtype float32 with the list"
-        " encoding",
-    ),
-    (
-        "{dtype: uint64, shape: [], encoding: raw}",
-        "[]",
-        f"{RAW_SCALAR}; store a scalar uint64 as shape [1], or as dtype int64 with the list"
-        " encoding",
     ),
     ("{dtype: int8, shape: [2], encoding: raw, default: [1, 2]}", "[1", RAW_DEFAULT),
     (

@@ -87,8 +87,8 @@ class FeatureDoc(_Strict):
         default="list",
         description=(
             "How values travel: 'list' in an Int64List/FloatList/BytesList; 'raw' as one bytes"
-            " value holding the little-endian, row-major tensor (integer and float dtypes, shape of"
-            " rank >= 1, no default; not in 'sequence')."
+            " value holding the little-endian, row-major tensor (integer and float dtypes, scalars"
+            " included; no default; not in 'sequence')."
         ),
     )
 
