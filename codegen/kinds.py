@@ -31,6 +31,7 @@ __all__ = [
     "CodecRow",
     "FeatureKind",
     "PlanOp",
+    "ShapeFrom",
     "codec_for",
     "codec_row",
     "codec_row_of",
@@ -111,6 +112,22 @@ class FeatureKind:
     summary: str
     matches: Callable[[DType, Shape, bool, bool], bool]
     companions: Callable[[str, Shape], tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeFrom:
+    """Where a raw tensor with unknown dimensions stores its shape, as a schema declares it (``shape_from``).
+
+    Either one feature ``keys[0]`` holds the whole shape (``dtype`` an integer dtype name, ``encoding`` ``list``: an
+    Int64List of the dims, or ``raw``: the little-endian bytes of the dims, as the image tutorials write
+    ``np.array(image.shape, np.int32).tobytes()``), or (``per_dim``) one int64 scalar feature per ``None`` dimension,
+    in order (``image/height``, ``image/width``). The default layout is ``ShapeFrom((f"{key}/shape",))``.
+    """
+
+    keys: tuple[str, ...]
+    dtype: str = "int64"
+    encoding: str = "list"
+    per_dim: bool = False
 
 
 def _no_companions(key: str, shape: Shape) -> tuple[str, ...]:

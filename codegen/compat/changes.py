@@ -98,6 +98,7 @@ class ChangeKind(enum.StrEnum):
     MADE_OPTIONAL = "made_optional"
     MADE_REQUIRED = "made_required"
     ENCODING_CHANGED = "encoding_changed"
+    LAYOUT_CHANGED = "layout_changed"
     FIELD_CHANGED = "field_changed"
 
     @property

@@ -23,7 +23,18 @@ Locations = Mapping[str, Position]
 _FULL, _BREAKING = Classification.FULL, Classification.BREAKING
 _SCHEMA_FIELDS = ("version", "doc", "records")
 _RECORD_FIELDS = ("name", "doc")
-_FEATURE_FIELDS = ("name", "key", "dtype", "shape", "optional", "encoding", "doc", "default")
+_FEATURE_FIELDS = (
+    "name",
+    "key",
+    "dtype",
+    "shape",
+    "optional",
+    "encoding",
+    "doc",
+    "default",
+    "shape_from",
+    "row_lengths_from",
+)
 _BOTH_WAYS = "old and new readers"
 
 
@@ -401,6 +412,10 @@ class _FeatureDiff:
             self.dtype()
         if old["shape"] != new["shape"]:
             self.shape()
+        if old.get("shape_from") != new.get("shape_from") or old.get("row_lengths_from") != new.get(
+            "row_lengths_from"
+        ):
+            self.layout()
         if old["optional"] != new["optional"]:
             self.optional()
         if old["default"] != new["default"]:
@@ -465,6 +480,19 @@ class _FeatureDiff:
             Classification.of(backward, forward),
             f"shape of {new['name']!r} changed from {shape_text(old['shape'])} to"
             f" {shape_text(new['shape'])} ({_count_check(new)}): {_readers(backward, forward)}",
+        )
+
+    def layout(self) -> None:
+        old, new, name = self.old, self.new, self.new["name"]
+        backward, forward = rules.layouts_fit(old, new), rules.layouts_fit(new, old)
+        field = "shape_from" if "shape_from" in old or "shape_from" in new else "row_lengths_from"
+        self.add(
+            f"{self.path}.{field}",
+            ChangeKind.LAYOUT_CHANGED,
+            Classification.of(backward, forward),
+            f"{field} of {name!r} changed from {old.get(field)!r} to {new.get(field)!r} (where the"
+            f" {'shape' if field == 'shape_from' else 'row lengths'} of each value is stored):"
+            f" {_readers(backward, forward)}",
         )
 
     def optional(self) -> None:

@@ -13,6 +13,8 @@ mirroring the runtime codecs (:mod:`codegen.runtime.codec.features`, ``tensors``
   a sequence feature applies this to every step;
 * a raw value is checked by its byte count against a fixed shape, or by the ``<key>/shape``
   companion (written only for shapes with a ``null``) against the reader's shape;
+* the companions of a raw tensor's stored shape (``shape_from``) or of a ragged tensor's row lengths
+  (``row_lengths_from``) must be where, and in the form, the reader looks for them;
 * an absent feature (the writer's ``optional`` value was ``None``) reads as the reader's default,
   ``None`` when it is optional (whatever its shape), no rows for a required list shape with a
   leading ``null``, zero steps for a feature list, and fails otherwise.
@@ -111,6 +113,26 @@ def counts_fit(writer: Feature, reader: Feature) -> bool:
     if r_nulls == 1:
         return w_row % r_row == 0  # any number of the writer's rows (or its one fixed value set)
     return w_nulls == r_nulls and w_row == r_row  # the same row-length companions
+
+
+def _companion_layout(feature: Feature) -> object:
+    """Where a feature's companions are (``None``: the default keys), when it writes or reads any."""
+    return (feature.get("shape_from"), feature.get("row_lengths_from"))
+
+
+def _has_companions(feature: Feature) -> bool:
+    shape: list[int | None] = feature["shape"]
+    if _is_raw(feature):
+        return not is_fixed(feature)
+    return _leading_nulls(shape) >= 2
+
+
+def layouts_fit(writer: Feature, reader: Feature) -> bool:
+    """Whether the reader finds the companions the writer stores where and as it writes them (a
+    reader of a fixed or plain shape reads none; a writer storing none is a shape change)."""
+    if not (_has_companions(writer) and _has_companions(reader)):
+        return True
+    return _companion_layout(writer) == _companion_layout(reader)
 
 
 def may_be_absent(writer: Feature) -> bool:

@@ -154,6 +154,10 @@ RULES: tuple[Rule, ...] = (
          "A missing variable-length feature reads as no rows."),
     Rule("encoding_changed", K.ENCODING_CHANGED, "`encoding` changed (`list` <-> `raw`)",
          "breaking", "Raw values travel as one bytes value: a list reader rejects them and back."),
+    Rule("layout_changed", K.LAYOUT_CHANGED,
+         "`shape_from` or `row_lengths_from` changed (a stored shape or row lengths)", "breaking",
+         "Readers look for the shape or the row lengths under other keys or in another form: records"
+         " of the other side fail (the companion is missing)."),
     Rule("field_changed", K.FIELD_CHANGED, "a canonical field with no rule changed", "breaking",
          "Treated as failing until a rule exists (a newer canonical form)."),
 )  # fmt: skip

@@ -3,7 +3,8 @@
 The canonical form is compact JSON (sorted object keys, ASCII only) of the lowered schema with every
 default made explicit: records and features are lists in schema order, each feature has its
 ``key``, ``shape``, ``optional``, ``encoding`` (``"list"`` or ``"raw"``), ``doc`` and normalized
-``default`` (``null`` when it has none). A tf.train.Example record has ``name``, ``doc`` and
+``default`` (``null`` when it has none), and ``shape_from`` or ``row_lengths_from`` only when the schema declares
+a companion layout other than the default one. A tf.train.Example record has ``name``, ``doc`` and
 ``features``; a SequenceExample record has ``"kind": "sequence"``, ``context`` (possibly empty) and
 ``sequence`` instead of ``features``, so the form of Example records never depends on the other
 kind. Formatting, comments, quoting, flow or block style and spelling a default out do not change
@@ -27,7 +28,7 @@ from codegen.generator.ir import FeatureIR, RecordIR
 
 def canonical_json(version: int, doc: str | None, records: Sequence[RecordIR]) -> str:
     """The canonical JSON text of a schema's lowered parts."""
-    value = {
+    value: dict[str, object] = {
         "version": version,
         "doc": doc,
         "records": [_record(r) for r in records],
@@ -55,7 +56,7 @@ def _record(r: RecordIR) -> dict[str, object]:
 
 
 def _feature(f: FeatureIR) -> dict[str, object]:
-    return {
+    value: dict[str, object] = {
         "name": f.name,
         "key": f.key,
         "dtype": f.dtype.name,
@@ -65,6 +66,16 @@ def _feature(f: FeatureIR) -> dict[str, object]:
         "doc": f.doc,
         "default": _encode_default(f.default) if f.has_default else None,
     }
+    if f.shape_from is not None:
+        layout = f.shape_from
+        value["shape_from"] = (
+            list(layout.keys)
+            if layout.per_dim
+            else {"key": layout.keys[0], "dtype": layout.dtype, "encoding": layout.encoding}
+        )
+    if f.row_lengths_from is not None:
+        value["row_lengths_from"] = list(f.row_lengths_from)
+    return value
 
 
 def _encode_default(value: object) -> object:

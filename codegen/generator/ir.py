@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codegen.dtypes import DType
-from codegen.kinds import CodecRow, FeatureKind
+from codegen.kinds import CodecRow, FeatureKind, ShapeFrom
 
 Shape = tuple[int | None, ...]
 
@@ -32,7 +32,8 @@ class FeatureIR:
     ``default`` is the normalized default value (a scalar, or nested tuples matching ``shape``) and only meaningful
     when ``has_default``; float defaults are already rounded to float32. ``shape`` is one step's shape for a feature
     list of a SequenceExample (kind ``sequence_feature``), whose ``optional`` means the whole list may be absent
-    (zero steps) and which never has a default.
+    (zero steps) and which never has a default. ``shape_from`` and ``row_lengths_from`` are the companion layouts
+    the schema declares (``None``: the kind's own companion keys).
     """
 
     name: str
@@ -45,6 +46,8 @@ class FeatureIR:
     has_default: bool = False
     default: object = None
     doc: str | None = None
+    shape_from: ShapeFrom | None = None
+    row_lengths_from: tuple[str, ...] | None = None
     loc: Location
 
     @property
@@ -64,6 +67,10 @@ class FeatureIR:
     @property
     def companion_keys(self) -> tuple[str, ...]:
         """The keys of the companion features written beside the feature's own key, in order."""
+        if self.shape_from is not None:
+            return self.shape_from.keys
+        if self.row_lengths_from is not None:
+            return self.row_lengths_from
         return self.kind.companions(self.key, self.shape)
 
 

@@ -28,17 +28,20 @@ from codegen.generator.schema.model import (
     LIST_DTYPES,
     RAW_DTYPES,
     SECTIONS,
+    SHAPE_DTYPES,
     FeatureDoc,
     RecordDoc,
     SchemaDoc,
+    ShapeFromDoc,
 )
-from codegen.kinds import codec_for, select_kind
+from codegen.kinds import FeatureKind, ShapeFrom, codec_for, select_kind
 
 _MAX_ELEMENTS = 2**63 - 1
 _MODEL_AT_DEPTH: dict[int, type[BaseModel]] = {
     0: SchemaDoc,
     2: RecordDoc,
     4: FeatureDoc,
+    5: ShapeFromDoc,
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -306,7 +309,10 @@ class _Lowering:
             what = f"has key {key!r}" if role is None else f"stores its {role} under key {key!r}"
             use = "" if other_role is None else f" for its {other_role}"
             message = f"feature {name!r} {what}, which feature {other!r} already uses{use}"
-            if doc.key is None:
+            declared = "shape_from" if doc.shape_from is not None else "row_lengths_from"
+            if role is not None and getattr(doc, declared) is not None:
+                self.at_value((*path, declared), message)
+            elif doc.key is None:
                 self.at_key(path, message)
             else:
                 self.at_value((*path, "key"), message)
@@ -333,12 +339,19 @@ class _Lowering:
         if len(self.diagnostics) > count or dtype is None or shape is None:
             return
         kind = select_kind(dtype, shape, raw=raw, sequence=sequence)
+        key = doc.key or str(path[-1])
+        shape_from = self.check_shape_from(path, doc, kind, key, shape)
+        row_lengths_from = self.check_row_lengths_from(path, doc, kind, key, shape)
+        if len(self.diagnostics) > count:
+            return
         feature = FeatureIR(
             name=str(path[-1]),
-            key=doc.key or str(path[-1]),
+            key=key,
             dtype=dtype,
             shape=shape,
             kind=kind,
+            shape_from=shape_from,
+            row_lengths_from=row_lengths_from,
             codec=codec_for(kind.name, dtype, shape),
             optional=doc.optional,
             has_default=has_default,
@@ -350,6 +363,104 @@ class _Lowering:
             self.steps[path] = feature
         else:
             self.features[path] = feature
+
+    def check_shape_from(
+        self, path: Path, doc: FeatureDoc, kind: FeatureKind, key: str, shape: Shape
+    ) -> ShapeFrom | None:
+        """The declared layout of a raw tensor's stored shape; ``None`` for the default one (spelled out or not)."""
+        declared = doc.shape_from
+        if declared is None:
+            return None
+        at = (*path, "shape_from")
+        if isinstance(declared, dict):
+            try:
+                declared = ShapeFromDoc.model_validate(declared)
+            except ValidationError as exc:
+                for error in exc.errors(include_url=False):
+                    self.structural((*at, *error["loc"]), error)
+                return None
+        elif not isinstance(declared, list) or not all(isinstance(k, str) for k in declared):
+            self.at_value(
+                at,
+                "'shape_from' must be a mapping ({key: ..., dtype: ..., encoding: ...}: one feature"
+                f" holding the shape) or a list of keys (one per null dimension), got {show(declared)}",
+            )
+            return None
+        if kind.name != "raw_tensor":
+            self.at_value(
+                at,
+                "'shape_from' says where a raw tensor's unknown dimensions are stored; it needs"
+                " 'encoding: raw'",
+            )
+            return None
+        nulls = shape.count(None)
+        if not nulls:
+            self.at_value(
+                at,
+                f"shape {shape_text(shape)} has no null dimension, so no shape is stored; remove"
+                " 'shape_from'",
+            )
+            return None
+        if isinstance(declared, list):
+            layout = ShapeFrom(tuple(declared), per_dim=True)
+            if len(declared) != nulls:
+                self.at_value(
+                    at,
+                    f"a list 'shape_from' names one int64 feature per null dimension: shape"
+                    f" {shape_text(shape)} needs {nulls}, got {len(declared)}",
+                )
+            for i, name in enumerate(declared):
+                if not name:
+                    self.at_value((*at, i), "a key must not be empty")
+                elif name in declared[:i]:
+                    self.at_value((*at, i), f"key {name!r} is named twice")
+            return layout
+        dtype = DTYPES.get(declared.dtype)
+        if dtype is None or declared.dtype not in SHAPE_DTYPES:
+            self.at_value(
+                (*at, "dtype"),
+                f"a stored shape has an integer dtype ({', '.join(SHAPE_DTYPES)}), got"
+                f" {show(declared.dtype)}",
+            )
+            return None
+        if declared.encoding == "list" and not dtype.list_ok:
+            self.at_value(
+                (*at, "dtype"),
+                f"dtype {dtype.name} does not fit the list encoding; use int64, or 'encoding: raw'",
+            )
+            return None
+        layout = ShapeFrom((declared.key,), declared.dtype, declared.encoding)
+        return None if layout == ShapeFrom((f"{key}/shape",)) else layout
+
+    def check_row_lengths_from(
+        self, path: Path, doc: FeatureDoc, kind: FeatureKind, key: str, shape: Shape
+    ) -> tuple[str, ...] | None:
+        """The declared keys of a ragged tensor's row lengths; ``None`` for the default ones."""
+        declared = doc.row_lengths_from
+        if declared is None:
+            return None
+        at = (*path, "row_lengths_from")
+        if kind.name != "ragged_tensor":
+            self.at_value(
+                at,
+                "'row_lengths_from' names the row lengths of a ragged feature (two or more leading"
+                " null dimensions, the list encoding, not in 'sequence')",
+            )
+            return None
+        needed = len(kind.companions(key, shape))
+        if len(declared) != needed:
+            self.at_value(
+                at,
+                f"shape {shape_text(shape)} has {needed} row length feature(s) (one per null"
+                f" dimension after the first), got {len(declared)}",
+            )
+        for i, name in enumerate(declared):
+            if not name:
+                self.at_value((*at, i), "a key must not be empty")
+            elif name in declared[:i]:
+                self.at_value((*at, i), f"key {name!r} is named twice")
+        keys = tuple(declared)
+        return None if keys == kind.companions(key, shape) else keys
 
     def check_dtype(
         self, path: Path, doc: FeatureDoc, *, raw: bool, sequence: bool

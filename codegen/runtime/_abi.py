@@ -32,6 +32,7 @@ from codegen.dtypes import (
     UINT32,
     UINT64,
 )
+from codegen.kinds import ShapeFrom
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.features import (
     BoolScalar,
@@ -84,6 +85,7 @@ __all__ = [
     "SequenceRecord",
     "SequenceStrings",
     "SequenceTensor",
+    "ShapeFrom",
     "TextScalar",
     "TextTensor",
     "check",

@@ -47,6 +47,8 @@ def build_codec(record: RecordIR, feature: FeatureIR) -> Codec[Any]:
         kind=feature.kind.name,
         default=feature.default if feature.has_default else NO_DEFAULT,
         optional=feature.optional,
+        shape_from=feature.shape_from,
+        row_lengths_from=feature.row_lengths_from,
     )
 
 

@@ -425,6 +425,25 @@ CASES = [
         [{"v": [1, 2]}],
     ),
     Case(
+        "layout_changed",
+        {"v": "{dtype: uint8, shape: [null, 3], encoding: raw}"},
+        {
+            "v": "{dtype: uint8, shape: [null, 3], encoding: raw, shape_from: {key: s, dtype: int32, encoding: raw}}"
+        },
+        [(K.LAYOUT_CHANGED, C.BREAKING)],
+        [{"v": np.ones((2, 3), np.uint8)}],
+        [{"v": np.ones((1, 3), np.uint8)}],
+    ),
+    Case(
+        "layout_changed",
+        {"v": "{dtype: int64, shape: [null, null]}"},
+        {"v": "{dtype: int64, shape: [null, null], row_lengths_from: [v/ragged_row_lengths_0]}"},
+        [(K.LAYOUT_CHANGED, C.BREAKING)],
+        [{"v": [[1], [2, 3]]}],
+        [{"v": [[4, 5]]}],
+        variant="ragged",
+    ),
+    Case(
         "raw_same_size",
         {"v": "{dtype: float64, shape: [2, 2], encoding: raw}"},
         {"v": "{dtype: float64, shape: [4], encoding: raw}"},

@@ -562,3 +562,49 @@ def test_generated_schemas_have_one_canonical_form(doc: dict[str, Any]) -> None:
     assert [r.kind for r in back.records] == [
         "example" if "features" in record else "sequence" for record in doc["records"].values()
     ]
+
+
+LAYOUTS = textwrap.dedent(
+    """\
+    version: 1
+    records:
+      A:
+        features:
+          image: {dtype: uint8, shape: [null, null, 3], encoding: raw}
+          tokens: {dtype: int64, shape: [null, null]}
+    """
+)
+
+
+def test_companion_layouts_spelled_as_the_default_do_not_change_the_fingerprint() -> None:
+    spelled = LAYOUTS.replace("encoding: raw}", "encoding: raw, shape_from: {key: image/shape}}")
+    spelled = spelled.replace(
+        "[null, null]}", "[null, null], row_lengths_from: [tokens/row_lengths_1]}"
+    )
+    assert schema(spelled).canonical == schema(LAYOUTS).canonical
+    assert "shape_from" not in schema(LAYOUTS).canonical
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("encoding: raw}", "encoding: raw, shape_from: {key: shape}}"),
+        ("encoding: raw}", "encoding: raw, shape_from: {key: image/shape, dtype: int32}}"),
+        ("encoding: raw}", "encoding: raw, shape_from: {key: shape, dtype: int32, encoding: raw}}"),
+        ("encoding: raw}", "encoding: raw, shape_from: [image/height, image/width]}"),
+        ("[null, null]}", "[null, null], row_lengths_from: [tokens/ragged_row_lengths_0]}"),
+    ],
+)
+def test_declared_companion_layouts_are_part_of_the_schema_and_read_back(
+    old: str, new: str
+) -> None:
+    ir = schema(LAYOUTS.replace(old, new))
+    assert ir.fingerprint != schema(LAYOUTS).fingerprint
+    back = parse_canonical(ir.canonical, module="a", source="a.py")
+    assert back.canonical == ir.canonical
+    assert [f.companion_keys for f in back.records[0].features] == [
+        f.companion_keys for f in ir.records[0].features
+    ]
+    assert [(f.shape_from, f.row_lengths_from) for f in back.records[0].features] == [
+        (f.shape_from, f.row_lengths_from) for f in ir.records[0].features
+    ]

@@ -16,7 +16,9 @@ from codegen.generator.schema.loader import MAX_BYTES
 from support.paths import GENERATED, ROOT
 from support.schemas import problems, records_schema
 
-ALLOWED_FEATURE_FIELDS = "key, dtype, shape, default, optional, doc, encoding"
+ALLOWED_FEATURE_FIELDS = (
+    "key, dtype, shape, default, optional, doc, encoding, shape_from, row_lengths_from"
+)
 ALLOWED_TAGS = "only !!str, !!int, !!float, !!bool, !!null, !!binary, !!seq and !!map are allowed"
 LIST_DTYPES = "int64, int32, int16, int8, uint32, uint16, uint8, bool, float32, bytes, string"
 NOT_SNAKE = "is not snake_case (a lowercase letter, then lowercase letters, digits and '_')"
@@ -214,6 +216,67 @@ FEATURE_CASES = [
         " characters beyond U+FFFF as \\UXXXXXXXX or literally",
     ),
     ("[dtype, int64]", "[", "feature 'f' must be a mapping, got a list"),
+    (
+        "{dtype: uint8, shape: [null], encoding: raw, shape_from: {key: s, dtype: float32}}",
+        "float32",
+        "a stored shape has an integer dtype (int64, int32, int16, int8, uint64, uint32, uint16,"
+        " uint8), got 'float32'",
+    ),
+    (
+        "{dtype: uint8, shape: [null], shape_from: {key: s}}",
+        "{key",
+        "'shape_from' says where a raw tensor's unknown dimensions are stored; it needs"
+        " 'encoding: raw'",
+    ),
+    (
+        "{dtype: uint8, shape: [2, 3], encoding: raw, shape_from: [h]}",
+        "[h]",
+        "shape [2, 3] has no null dimension, so no shape is stored; remove 'shape_from'",
+    ),
+    (
+        "{dtype: uint8, shape: [null, null], encoding: raw, shape_from: [h]}",
+        "[h]",
+        "a list 'shape_from' names one int64 feature per null dimension: shape [null, null] needs"
+        " 2, got 1",
+    ),
+    (
+        "{dtype: uint8, shape: [null, null], encoding: raw, shape_from: [h, h]}",
+        "h]",
+        "key 'h' is named twice",
+    ),
+    (
+        "{dtype: uint8, shape: [null], encoding: raw, shape_from: {key: s, colour: red}}",
+        "colour",
+        "unknown field 'colour' in 'shape_from' of feature 'f'; allowed fields: key, dtype, encoding",
+    ),
+    (
+        "{dtype: uint8, shape: [null], encoding: raw, shape_from: 3}",
+        "3}",
+        "'shape_from' must be a mapping ({key: ..., dtype: ..., encoding: ...}: one feature holding"
+        " the shape) or a list of keys (one per null dimension), got 3",
+    ),
+    (
+        "{dtype: uint8, shape: [null], encoding: raw, shape_from: {key: s, dtype: uint64}}",
+        "uint64",
+        "dtype uint64 does not fit the list encoding; use int64, or 'encoding: raw'",
+    ),
+    (
+        "{dtype: int64, shape: [null, null], row_lengths_from: [x, y]}",
+        "[x",
+        "shape [null, null] has 1 row length feature(s) (one per null dimension after the first),"
+        " got 2",
+    ),
+    (
+        "{dtype: int64, shape: [null, 2], encoding: raw, row_lengths_from: [x]}",
+        "[x",
+        "'row_lengths_from' names the row lengths of a ragged feature (two or more leading null"
+        " dimensions, the list encoding, not in 'sequence')",
+    ),
+    (
+        "{dtype: int64, shape: [null], encoding: raw, shape_from: {key: f}}",
+        "{key",
+        "feature 'f' stores its shape under key 'f', which feature 'f' already uses",
+    ),
     ("int64", "int64", "feature 'f' must be a mapping, got 'int64'"),
 ]
 

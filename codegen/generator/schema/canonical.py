@@ -33,6 +33,8 @@ class _CanonicalFeature(_Strict):
     encoding: str
     doc: str | None
     default: Any
+    shape_from: dict[str, str] | list[str] | None = None
+    row_lengths_from: list[str] | None = None
 
 
 class _CanonicalRecord(_Strict):
@@ -109,7 +111,8 @@ def _record_data(r: _CanonicalRecord) -> dict[str, object]:
 
 
 def _feature_data(f: _CanonicalFeature) -> dict[str, object]:
-    data = f.model_dump(exclude={"name", "default"})
+    data = f.model_dump(exclude={"name", "default"}, exclude_none=True)
+    data["doc"] = f.doc
     if f.default is not None:
         dtype = DTYPES.get(f.dtype)
         data["default"] = _decode_default(f.default, dtype.kind if dtype else None)

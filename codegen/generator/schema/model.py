@@ -19,6 +19,9 @@ from codegen.generator.naming import FEATURE_NAME, RECORD_NAME
 LIST_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.list_ok)
 """The dtypes that travel in an Int64List, FloatList or BytesList (the ``list`` encoding)."""
 
+SHAPE_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.kind is Kind.INT)
+"""The dtypes a stored shape (``shape_from``) may have."""
+
 RAW_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.kind in (Kind.INT, Kind.FLOAT))
 """The dtypes ``encoding: raw`` stores: every integer and float dtype (not bool, string, bytes)."""
 
@@ -32,6 +35,24 @@ _RECORD_NAMES: JsonDict = {"propertyNames": {"pattern": f"^{RECORD_NAME.pattern}
 
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class ShapeFromDoc(_Strict):
+    """One feature that holds a raw tensor's whole shape."""
+
+    key: str = Field(min_length=1, description="The key of the feature holding the shape.")
+    dtype: str = Field(
+        default="int64",
+        description="The integer dtype of the stored dims.",
+        json_schema_extra={"enum": list(SHAPE_DTYPES)},
+    )
+    encoding: Literal["list", "raw"] = Field(
+        default="list",
+        description=(
+            "'list': the dims in an Int64List; 'raw': the little-endian bytes of the dims as one"
+            " bytes value (np.array(image.shape, np.int32).tobytes() with dtype int32)."
+        ),
+    )
 
 
 class FeatureDoc(_Strict):
@@ -89,6 +110,31 @@ class FeatureDoc(_Strict):
             "How values travel: 'list' in an Int64List/FloatList/BytesList; 'raw' as one bytes"
             " value holding the little-endian, row-major tensor (integer and float dtypes, scalars"
             " included; no default; not in 'sequence')."
+        ),
+    )
+
+    shape_from: Any = Field(
+        default=None,
+        description=(
+            "With 'encoding: raw' and a null dimension: where the shape is stored instead of an"
+            " int64 list under '<key>/shape'. A mapping names one feature holding the whole shape"
+            " ({key: shape, dtype: int32, encoding: raw}: the raw bytes of an int32 array); a list"
+            " names one int64 scalar feature per null dimension, in order ([image/height,"
+            " image/width]). These keys may not be features of the record too."
+        ),
+        json_schema_extra={
+            "anyOf": [
+                ShapeFromDoc.model_json_schema(),
+                {"type": "array", "items": {"type": "string", "minLength": 1}},
+            ]
+        },
+    )
+    row_lengths_from: list[str] | None = Field(
+        default=None,
+        description=(
+            "For a ragged feature (two or more leading nulls): the keys of its row lengths, one"
+            " per null dimension after the first, instead of '<key>/row_lengths_<d>'"
+            " (TensorFlow Datasets writes '<name>/ragged_row_lengths_<i>')."
         ),
     )
 

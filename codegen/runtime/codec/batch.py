@@ -679,11 +679,15 @@ class _RawColumn(_Column):
         else:
             layout = _Arrays(codec.dtype, self.shape)
         self.inner_layout = layout
+        self.declared = codec.shape_from is not None
+        """Whether the shape is stored in a declared layout (per-record decoding reads it)."""
         keys = (codec.key, *codec.companion_keys)
         super().__init__(_MaskedLayout(layout) if self.masked else layout, keys)
         self.joined = self.keys[:1]
 
     def build(self, scans: Sequence[KeyScan], size: int) -> Any:
+        if self.declared:
+            raise _Refused
         scan = scans[0]
         assert scan.blob is not None and scan.sizes is not None  # the key is joined
         present = _present(scan, int(Wire.BYTES))

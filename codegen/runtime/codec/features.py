@@ -568,8 +568,7 @@ class Codec(abc.ABC, Generic[T]):
         self._where = f"{record}.{name}"
         self._where_key = f"{record}.{name} (key {key!r})"
         self._check_config(default)
-        row = codec_row_of(type(self))
-        self.companion_keys = () if row is None else kind_named(row.kind).companions(key, shape)
+        self.companion_keys = self._companions(key, shape)
         self._kf = key_field(key)
         self._key = key.encode("utf-8")
         wire = Wire.BYTES if self._encoding == "raw" else dtype.wire
@@ -601,6 +600,7 @@ class Codec(abc.ABC, Generic[T]):
             optional=optional,
             encoding=self._encoding,
             companions=self.companion_keys,
+            shape_from=getattr(self, "shape_from", None),
         )
 
     @property
@@ -639,6 +639,11 @@ class Codec(abc.ABC, Generic[T]):
         if not self._scalar and not shape:
             raise TfrGenError(f"{where}: {cls} needs a shape of rank >= 1, got ()")
         check_dims(where, shape, 1, " (only the first may be None)")
+
+    def _companions(self, key: str, shape: tuple[int | None, ...]) -> tuple[str, ...]:
+        """The companion keys of the feature: its kind's (:mod:`codegen.kinds`) unless it declares others."""
+        row = codec_row_of(type(self))
+        return () if row is None else kind_named(row.kind).companions(key, shape)
 
     def _setup(self) -> None:
         """Precompute what the class needs per feature (entry prefixes, bounds)."""

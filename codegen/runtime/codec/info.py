@@ -6,6 +6,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
+from codegen.kinds import ShapeFrom
+
 
 @dataclass(frozen=True, slots=True)
 class FeatureInfo:
@@ -22,6 +24,8 @@ class FeatureInfo:
     written next to it (``<key>/shape`` of a raw tensor with unknown dimensions, the
     ``<key>/row_lengths_<d>`` of a ragged one); ``sequence`` says it is a feature list of a
     ``SequenceExample``, one ``Feature`` per step, and then ``shape`` is the shape of one step.
+    ``shape_from`` is the declared layout of a raw tensor's stored shape (``None``: an int64 list
+    under ``<key>/shape``; see :class:`~codegen.kinds.ShapeFrom`).
     """
 
     name: str
@@ -35,6 +39,7 @@ class FeatureInfo:
     encoding: str = "list"
     companions: tuple[str, ...] = ()
     sequence: bool = False
+    shape_from: ShapeFrom | None = None
 
     @property
     def shape_text(self) -> str:

@@ -227,6 +227,8 @@ def _op(codec: Codec[Any], keys: list[bytes]) -> _Op | None:
     if op in _LIST_OPS:
         return _Op(op, slot, optional=optional, values=count)
     if op is PlanOp.RAW:
+        if getattr(codec, "shape_from", None) is not None:
+            return None  # a declared layout of the stored shape: the codec's own decoding
         companion = _slot(keys, codec.companion_keys[0]) if codec.companion_keys else -1
         return _Op(
             op,

@@ -13,7 +13,7 @@ import numpy as np
 
 from codegen.dtypes import DType
 from codegen.errors import TfrGenError
-from codegen.kinds import CODECS, codec_for
+from codegen.kinds import CODECS, ShapeFrom, codec_for
 from codegen.runtime.codec.features import (
     NO_DEFAULT,
     BoolScalar,
@@ -69,9 +69,12 @@ def build_codec(
     kind: str,
     default: object = NO_DEFAULT,
     optional: bool = False,
+    shape_from: ShapeFrom | None = None,
+    row_lengths_from: tuple[str, ...] | None = None,
 ) -> Codec[Any]:
     """The codec a generated module builds for a feature of ``kind`` (a name of :data:`codegen.kinds.KINDS`):
-    its class from the registry, subscripted with the dtype's numpy type where generated code does so."""
+    its class from the registry, subscripted with the dtype's numpy type where generated code does so, with
+    the companion layout the schema declares (``shape_from``, ``row_lengths_from``)."""
     row = codec_for(kind, dtype, shape)
     cls: Any = CODEC_CLASSES.get(row.codec)
     if cls is None:
@@ -81,5 +84,12 @@ def build_codec(
         )
     if row.generic:
         cls = cls[np.dtype(dtype.numpy).type]
-    codec: Codec[Any] = cls(record, name, key, dtype, shape, default=default, optional=optional)
+    layout: dict[str, object] = {}
+    if shape_from is not None:
+        layout["shape_from"] = shape_from
+    if row_lengths_from is not None:
+        layout["row_lengths_from"] = row_lengths_from
+    codec: Codec[Any] = cls(
+        record, name, key, dtype, shape, default=default, optional=optional, **layout
+    )
     return codec

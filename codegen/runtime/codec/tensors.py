@@ -31,11 +31,13 @@ from typing import Any, Generic, cast
 import numpy as np
 import numpy.typing as npt
 
-from codegen.dtypes import Kind
+from codegen.dtypes import DTYPES, DType, Kind
 from codegen.errors import RecordError, TfrGenError
+from codegen.kinds import ShapeFrom
 from codegen.runtime.codec.features import (
     _HEAD_CACHE,
     _LIST_NAMES,
+    NO_DEFAULT,
     ArrayRules,
     Codec,
     Features,
@@ -48,6 +50,7 @@ from codegen.runtime.codec.features import (
     _int64_entry,
     _naming,
     _plural,
+    _single_head,
     check_dims,
 )
 from codegen.runtime.codec.varint import read_varint
@@ -70,16 +73,21 @@ class RawTensor(Codec[npt.NDArray[S]]):
     """A numpy array of a numeric dtype and shape (``None`` anywhere: any size), as raw bytes.
 
     Coerced values are new, owned, C-contiguous arrays (rules: :class:`ArrayRules`); bools travel as
-    bytes 0/1. An optional feature decodes to ``None`` when absent; there are no defaults.
+    bytes 0/1. An optional feature decodes to ``None`` when absent; there are no defaults. A shape
+    with a ``None`` is stored beside the value: in ``<key>/shape`` (an Int64List), or where
+    ``shape_from`` (:class:`~codegen.kinds.ShapeFrom`) says.
     """
 
     __slots__ = (
+        "shape_from",
         "_rules",
         "_np",
         "_le",
         "_native",
-        "_shape_key",
-        "_shape_kf",
+        "_part_kfs",
+        "_part_keys",
+        "_dims_le",
+        "_nulls",
         "_is_bool",
         "_layouts",
     )
@@ -87,8 +95,41 @@ class RawTensor(Codec[npt.NDArray[S]]):
     _encoding = "raw"
     _takes_default = False
 
+    def __init__(
+        self,
+        record: str,
+        name: str,
+        key: str,
+        dtype: DType,
+        shape: tuple[int | None, ...],
+        *,
+        default: object = NO_DEFAULT,
+        optional: bool = False,
+        shape_from: ShapeFrom | None = None,
+    ) -> None:
+        self.shape_from = shape_from
+        """The declared layout of the stored shape (``None``: an Int64List under ``<key>/shape``)."""
+        super().__init__(record, name, key, dtype, shape, default=default, optional=optional)
+
     def _check_shape(self) -> None:
         check_dims(self._where, self.shape, -1, "")
+        layout = self.shape_from
+        if layout is None:
+            return
+        nulls = self.shape.count(None)
+        if not nulls or (layout.per_dim and len(layout.keys) != nulls):
+            raise TfrGenError(f"{self._where}: {layout} does not fit shape {self.shape}")
+        if not layout.per_dim and (
+            len(layout.keys) != 1
+            or DTYPES.get(layout.dtype, DTYPES["bool"]).kind is not Kind.INT
+            or layout.encoding not in ("list", "raw")
+        ):
+            raise TfrGenError(f"{self._where}: {layout} is not a layout of a stored shape")
+
+    def _companions(self, key: str, shape: tuple[int | None, ...]) -> tuple[str, ...]:
+        if self.shape_from is not None:
+            return self.shape_from.keys
+        return super()._companions(key, shape)
 
     def _setup(self) -> None:
         self._rules = ArrayRules(self.dtype, self.shape)
@@ -96,12 +137,20 @@ class RawTensor(Codec[npt.NDArray[S]]):
         self._le = self._np.newbyteorder("<")
         self._native = self._np == self._le
         """Whether arrays of the dtype hold their little-endian bytes (their buffer is the value)."""
-        self._shape_key = self.companion_keys[0].encode("utf-8") if self.companion_keys else b""
-        self._shape_kf = key_field(self.companion_keys[0]) if self.companion_keys else b""
+        self._part_keys = tuple(k.encode("utf-8") for k in self.companion_keys)
+        self._part_kfs = tuple(key_field(k) for k in self.companion_keys)
+        layout = self.shape_from
+        self._dims_le: np.dtype[Any] | None = (
+            DTYPES[layout.dtype].numpy.newbyteorder("<")
+            if layout is not None and layout.encoding == "raw"
+            else None
+        )
+        """The dtype of a shape stored as raw bytes (``None``: stored as int64 values)."""
+        self._nulls = tuple(d for d, n in enumerate(self.shape) if n is None)
         self._is_bool = self.dtype.kind is Kind.BOOL
-        self._layouts: dict[tuple[int, ...], tuple[bytes, bytes]] = {}
+        self._layouts: dict[tuple[int, ...], tuple[bytes, tuple[bytes, ...]]] = {}
         """Per array shape that fits (up to ``_HEAD_CACHE`` of them): the entry bytes before the
-        array's bytes, and the ``<key>/shape`` entry (``b""`` for a fixed shape)."""
+        array's bytes, and the entries of the companions (none for a fixed shape)."""
 
     def coerce(self, value: object) -> npt.NDArray[S]:
         """A list, tuple or array of the right kind and shape, as a new array of the dtype."""
@@ -114,16 +163,30 @@ class RawTensor(Codec[npt.NDArray[S]]):
             d is None or d == g for d, g in zip(self.shape, shape, strict=True)
         )
 
-    def _layout(self, shape: tuple[int, ...]) -> tuple[bytes, bytes] | None:
-        """The entry head and the ``<key>/shape`` entry of an array of ``shape`` (see
+    def _companion_entries(self, shape: tuple[int, ...]) -> tuple[bytes, ...]:
+        """The map entries of the companions that store ``shape``."""
+        if self._fixed:
+            return ()
+        layout = self.shape_from
+        if layout is not None and layout.per_dim:
+            return tuple(
+                _int64_entry(kf, (shape[d],))
+                for kf, d in zip(self._part_kfs, self._nulls, strict=True)
+            )
+        if self._dims_le is not None:
+            data = np.array(shape, self._dims_le).tobytes()
+            return (_single_head(self._part_kfs[0], 0x0A, len(data)) + data,)
+        return (_int64_entry(self._part_kfs[0], shape),)
+
+    def _layout(self, shape: tuple[int, ...]) -> tuple[bytes, tuple[bytes, ...]] | None:
+        """The entry head and the companion entries of an array of ``shape`` (see
         ``_layouts``), ``None`` when the shape does not fit."""
         layout = self._layouts.get(shape)
         if layout is None:
             if not self._fits(shape):
                 return None
             size = math.prod(shape) * self._np.itemsize
-            companion = _int64_entry(self._shape_kf, shape) if self.companion_keys else b""
-            layout = (self._heads.get(size) or self._head(size), companion)
+            layout = (self._heads.get(size) or self._head(size), self._companion_entries(shape))
             if len(self._layouts) < _HEAD_CACHE:
                 self._layouts[shape] = layout
         return layout
@@ -145,19 +208,19 @@ class RawTensor(Codec[npt.NDArray[S]]):
         return (self._heads.get(len(data)) or self._head(len(data))) + data
 
     def part(self, value: npt.NDArray[S] | None, index: int) -> bytes:
-        """The map entry of ``<key>/shape`` (``index`` 1): the full shape of ``value`` as int64
-        values."""
-        if index != 1 or self._fixed:
+        """The map entry of the ``index``-th companion (from 1) that stores the shape of ``value``."""
+        if not 1 <= index <= len(self.companion_keys):
             raise TfrGenError(
                 f"{self._where}: RawTensor of shape {self.shape} has no companion {index}"
             )
         if type(value) is np.ndarray and value.dtype is self._np:
             layout = self._layouts.get(value.shape) or self._layout(value.shape)
             if layout is not None:
-                return layout[1]
+                return layout[1][index - 1]
         elif value is None and self.optional:
             return b""
-        return cast("tuple[bytes, bytes]", self._layout(self.coerce(value).shape))[1]
+        shape = self.coerce(value).shape
+        return cast("tuple[bytes, tuple[bytes, ...]]", self._layout(shape))[1][index - 1]
 
     def decode(self, features: Features) -> npt.NDArray[S]:
         value = self._read(features)
@@ -180,17 +243,22 @@ class RawTensor(Codec[npt.NDArray[S]]):
 
     def _value(self, features: Features) -> npt.NDArray[S] | None:
         item = features.get(self._key)
-        stored = features.get(self._shape_key) if self.companion_keys else None
         if item is None or not item[0] or self.optional and self._empty(item):
-            if stored is not None and stored[0] and (stored[0] != 3 or not _holds_nothing(*stored)):
-                raise RecordError(
-                    f"{self._where_key}: found the companion {self.companion_keys[0]!r} without "
-                    "the feature"
-                )
+            for name, key in zip(self.companion_keys, self._part_keys, strict=True):
+                stored = features.get(key)
+                own = 1 if self._dims_le is not None else 3
+                if (
+                    stored is not None
+                    and stored[0]
+                    and (stored[0] != own or not _holds_nothing(*stored))
+                ):
+                    raise RecordError(
+                        f"{self._where_key}: found the companion {name!r} without the feature"
+                    )
             return None
         if item[0] != self._kind:
             raise self._kind_error(item[0])
-        return self._array(item[1], self.shape if self._fixed else self._stored_shape(stored))
+        return self._array(item[1], self.shape if self._fixed else self._stored_shape(features))
 
     def _empty(self, item: tuple[int, bytes]) -> bool:
         """Whether ``item`` is a ``BytesList`` without values (TensorFlow reads no value:
@@ -227,23 +295,63 @@ class RawTensor(Codec[npt.NDArray[S]]):
             raise self._range_error(int(raw.view(np.uint8).max()), self._where_key)
         return cast("npt.NDArray[S]", raw.astype(self._np).reshape(shape))
 
-    def _stored_shape(self, stored: tuple[int, bytes] | None) -> tuple[int, ...]:
-        """The shape in the ``<key>/shape`` companion, checked against the declared one."""
+    def _stored_shape(self, features: Features) -> tuple[int, ...]:
+        """The shape in the companions, checked against the declared one."""
+        layout = self.shape_from
+        if layout is not None and layout.per_dim:
+            dims = list(self.shape)
+            for d, name, key in zip(self._nulls, self.companion_keys, self._part_keys, strict=True):
+                dims[d] = int(self._ints(name, features.get(key), 1)[0])
+            return self._checked(tuple(cast("list[int]", dims)), self.companion_keys[0])
         name, rank = self.companion_keys[0], len(self.shape)
+        stored = features.get(self._part_keys[0])
+        if self._dims_le is None:
+            shape = tuple(self._ints(name, stored, rank, exact=False).tolist())
+        else:
+            shape = tuple(self._raw_dims(name, stored, rank).tolist())
+        return self._checked(shape, name)
+
+    def _ints(
+        self, name: str, stored: tuple[int, bytes] | None, count: int, *, exact: bool = True
+    ) -> npt.NDArray[Any]:
+        """The ``count`` int64 values of companion ``name`` (not ``exact``: as many as it holds)."""
         if stored is None or not stored[0]:
             raise RecordError(
                 f"{self._where_key}: companion {name!r} is missing (expected int64_list with "
-                f"{_plural(rank, 'value')})"
+                f"{_plural(count, 'value')})"
             )
         if stored[0] != 3:
             found = _LIST_NAMES.get(stored[0], f"list kind {stored[0]}")
             raise RecordError(f"{self._where_key}: expected int64_list in {name!r}, found {found}")
         try:
-            dims = decode_int64_list(stored[1])
+            values = decode_int64_list(stored[1])
         except RecordError as exc:
             raise RecordError(f"{self._where_key}: {name!r}: {exc}") from None
-        shape = tuple(dims.tolist())
-        if len(shape) != rank or any(
+        if exact and values.size != count:
+            raise RecordError(
+                f"{self._where_key}: expected {_plural(count, 'value')} in {name!r}, "
+                f"found {values.size}"
+            )
+        return values
+
+    def _raw_dims(self, name: str, stored: tuple[int, bytes] | None, rank: int) -> npt.NDArray[Any]:
+        """The ``rank`` dims stored as the raw bytes of companion ``name``."""
+        dims_le = cast("np.dtype[Any]", self._dims_le)
+        size = rank * dims_le.itemsize
+        what = f"bytes_list with 1 value of {size} bytes ({rank} {dims_le.name} values)"
+        if stored is None or not stored[0]:
+            raise RecordError(f"{self._where_key}: companion {name!r} is missing (expected {what})")
+        if stored[0] != 1:
+            found = _LIST_NAMES.get(stored[0], f"list kind {stored[0]}")
+            raise RecordError(f"{self._where_key}: expected {what} in {name!r}, found {found}")
+        values = decode_bytes_list(stored[1])
+        if len(values) != 1 or len(values[0]) != size:
+            found = f"{len(values[0])} bytes" if len(values) == 1 else _plural(len(values), "value")
+            raise RecordError(f"{self._where_key}: expected {what} in {name!r}, found {found}")
+        return np.frombuffer(values[0], dims_le).astype(np.int64)
+
+    def _checked(self, shape: tuple[int, ...], name: str) -> tuple[int, ...]:
+        if len(shape) != len(self.shape) or any(
             d < 0 or n is not None and d != n for d, n in zip(shape, self.shape, strict=True)
         ):
             raise RecordError(
@@ -276,8 +384,44 @@ class _Ragged(Codec[list[Any]]):
     values become leaves.
     """
 
-    __slots__ = ("_nulls", "_row", "_row_size", "_part_keys", "_part_kfs", "_list_heads")
+    __slots__ = (
+        "row_lengths_from",
+        "_nulls",
+        "_row",
+        "_row_size",
+        "_part_keys",
+        "_part_kfs",
+        "_list_heads",
+    )
     _takes_default = False
+
+    def __init__(
+        self,
+        record: str,
+        name: str,
+        key: str,
+        dtype: DType,
+        shape: tuple[int | None, ...],
+        *,
+        default: object = NO_DEFAULT,
+        optional: bool = False,
+        row_lengths_from: tuple[str, ...] | None = None,
+    ) -> None:
+        self.row_lengths_from = None if row_lengths_from is None else tuple(row_lengths_from)
+        """The declared keys of the row lengths (``None``: ``<key>/row_lengths_<d>``)."""
+        super().__init__(record, name, key, dtype, shape, default=default, optional=optional)
+
+    def _companions(self, key: str, shape: tuple[int | None, ...]) -> tuple[str, ...]:
+        own = super()._companions(key, shape)
+        declared = self.row_lengths_from
+        if declared is None:
+            return own
+        if len(declared) != len(own):
+            raise TfrGenError(
+                f"{self._where}: shape {shape} has {len(own)} row length features, "
+                f"row_lengths_from names {len(declared)}"
+            )
+        return declared
 
     def _check_shape(self) -> None:
         nulls = next((i for i, d in enumerate(self.shape) if d is not None), len(self.shape))

@@ -93,19 +93,24 @@ def parse_specs(info: FeatureInfo) -> dict[str, Any]:
             }
         return {info.key: tf.io.RaggedFeature(wire_dtype, row_splits_dtype=tf.int64)}
     if info.encoding == "raw":
+        layout = info.shape_from
+        stored = tf.string if layout is not None and layout.encoding == "raw" else tf.int64
         if info.optional:
             specs = {info.key: tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64)}
             specs.update(
                 {
-                    key: tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64)
+                    key: tf.io.RaggedFeature(stored, row_splits_dtype=tf.int64)
                     for key in info.companions
                 }
             )
             return specs
         specs = {info.key: tf.io.FixedLenFeature((), tf.string)}
-        specs.update(
-            {key: tf.io.FixedLenFeature((len(info.shape),), tf.int64) for key in info.companions}
+        dims = (
+            ()
+            if layout is not None and (layout.per_dim or stored == tf.string)
+            else (len(info.shape),)
         )
+        specs.update({key: tf.io.FixedLenFeature(dims, stored) for key in info.companions})
         return specs
     if info.ragged:
         partitions = [tf.io.RaggedFeature.RowLengths(key) for key in info.companions]
@@ -355,18 +360,7 @@ def _raw(tf: Any, info: FeatureInfo, parsed: Mapping[str, Any], *, batched: bool
             math.prod(d for d in info.shape if d is not None) * itemsize, tf.int64
         )
     else:
-        stored = parsed[info.companions[0]]
-        if info.optional:
-            flat = stored.values if batched else stored
-            tf.debugging.assert_equal(
-                tf.size(flat, out_type=tf.int64),
-                n * rank,
-                message=f"{where}: expected {rank} int64_list values in {info.companions[0]!r} "
-                "with each value",
-            )
-            shapes = tf.reshape(flat, [-1, rank])
-        else:
-            shapes = stored if batched else tf.reshape(stored, [1, rank])
+        shapes = _stored_shapes(tf, info, parsed, n, batched=batched)
         declared = tf.constant([-1 if d is None else d for d in info.shape], tf.int64)
         fits = tf.logical_and(shapes >= 0, tf.logical_or(declared < 0, tf.equal(shapes, declared)))
         tf.debugging.assert_equal(
@@ -404,6 +398,58 @@ def _raw(tf: Any, info: FeatureInfo, parsed: Mapping[str, Any], *, batched: bool
     else:
         items = _raw_items(tf, info, values, shapes)
     return tf.RaggedTensor.from_row_lengths(items, counts) if counts is not None else items
+
+
+def _stored_shapes(
+    tf: Any, info: FeatureInfo, parsed: Mapping[str, Any], n: Any, *, batched: bool
+) -> Any:
+    """The shapes ``[N, rank]`` (int64) of a raw feature's ``n`` values, from its companions."""
+    rank, where, layout = len(info.shape), _where(info), info.shape_from
+    if layout is not None and layout.per_dim:
+        columns = []
+        for key in layout.keys:
+            stored = parsed[key]
+            flat = stored.values if info.optional and batched else stored
+            columns.append(tf.reshape(flat, [-1]))
+            tf.debugging.assert_equal(
+                tf.size(columns[-1], out_type=tf.int64),
+                n,
+                message=f"{where}: expected 1 int64_list value in {key!r} with each value",
+            )
+        found = iter(columns)
+        return tf.stack(
+            [
+                next(found) if d is None else tf.fill([n], tf.constant(d, tf.int64))
+                for d in info.shape
+            ],
+            axis=1,
+        )
+    name = info.companions[0]
+    stored = parsed[name]
+    flat = stored.values if info.optional and batched else stored
+    if layout is not None and layout.encoding == "raw":
+        dims = DTYPES[layout.dtype]
+        itemsize = dims.numpy.itemsize
+        blobs = tf.reshape(flat, [-1])
+        tf.debugging.assert_equal(
+            tf.cast(tf.strings.length(blobs), tf.int64),
+            tf.fill(tf.shape(blobs, out_type=tf.int64), tf.constant(rank * itemsize, tf.int64)),
+            message=f"{where}: expected {rank * itemsize} bytes ({rank} {dims.name} values) in"
+            f" {name!r}",
+        )
+        read = tf.as_dtype(_RAW_READ.get(dims.name, dims.name))
+        values = tf.io.decode_raw(tf.strings.reduce_join(blobs), read, little_endian=True)
+        if read.name != dims.name:
+            values = tf.bitcast(values, tf.as_dtype(dims.name))
+        return tf.reshape(tf.cast(values, tf.int64), [-1, rank])
+    if info.optional:
+        tf.debugging.assert_equal(
+            tf.size(flat, out_type=tf.int64),
+            n * rank,
+            message=f"{where}: expected {rank} int64_list values in {name!r} with each value",
+        )
+        return tf.reshape(flat, [-1, rank])
+    return stored if batched else tf.reshape(stored, [1, rank])
 
 
 def _raw_items(tf: Any, info: FeatureInfo, values: Any, shapes: Any) -> Any:
