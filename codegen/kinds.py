@@ -30,6 +30,7 @@ __all__ = [
     "ELEMENT_CODES",
     "CodecRow",
     "FeatureKind",
+    "IMAGE_ENCODINGS",
     "PlanOp",
     "ShapeFrom",
     "codec_for",
@@ -102,15 +103,16 @@ def element_code(dtype: DType) -> str:
 class FeatureKind:
     """One kind of feature: how the generator recognises it and renders it.
 
-    ``name`` names the template ``templates/features/<name>.py.jinja``; ``matches(dtype, shape, raw, sequence)``
-    says whether a valid feature of that dtype, shape, encoding (``raw``) and section (``sequence``) is of this
-    kind (the first matching kind of :data:`KINDS` wins); ``companions(key, shape)`` are the keys of the companion
-    features it writes beside its own.
+    ``name`` names the template ``templates/features/<name>.py.jinja``; ``matches(dtype, shape, encoding,
+    sequence)`` says whether a valid feature of that dtype, shape, encoding (``list``, ``raw`` or an image
+    encoding of :data:`IMAGE_ENCODINGS`) and section (``sequence``) is of this kind (the first matching kind of
+    :data:`KINDS` wins); ``companions(key, shape)`` are the keys of the companion features it writes beside its
+    own.
     """
 
     name: str
     summary: str
-    matches: Callable[[DType, Shape, bool, bool], bool]
+    matches: Callable[[DType, Shape, str, bool], bool]
     companions: Callable[[str, Shape], tuple[str, ...]]
 
 
@@ -146,47 +148,56 @@ def _strings(dtype: DType) -> bool:
     return dtype.kind in (Kind.STR, Kind.BYTES)
 
 
+IMAGE_ENCODINGS = ("jpeg", "png", "image")
+"""The encodings of an encoded image (``image`` reads JPEG or PNG and writes PNG)."""
+
 KINDS: tuple[FeatureKind, ...] = (
     FeatureKind(
         "sequence_feature",
         "a feature list of a SequenceExample: one Feature per step (shape: one step's)",
-        lambda dtype, shape, raw, sequence: sequence,
+        lambda dtype, shape, encoding, sequence: sequence,
+        _no_companions,
+    ),
+    FeatureKind(
+        "encoded_image",
+        "encoding: jpeg, png or image: a uint8 [height, width, channels] array as one encoded image",
+        lambda dtype, shape, encoding, sequence: encoding in IMAGE_ENCODINGS,
         _no_companions,
     ),
     FeatureKind(
         "raw_tensor",
         "encoding: raw: the tensor as one little-endian bytes value (+ '<key>/shape' when a dim is null)",
-        lambda dtype, shape, raw, sequence: raw,
+        lambda dtype, shape, encoding, sequence: encoding == "raw",
         _shape_companion,
     ),
     FeatureKind(
         "ragged_tensor",
         "two or more null dims: flat values + '<key>/row_lengths_<d>' per inner null",
-        lambda dtype, shape, raw, sequence: shape.count(None) > 1,
+        lambda dtype, shape, encoding, sequence: shape.count(None) > 1,
         _row_lengths,
     ),
     FeatureKind(
         "string_scalar",
         "a string or bytes scalar",
-        lambda dtype, shape, raw, sequence: _strings(dtype) and not shape,
+        lambda dtype, shape, encoding, sequence: _strings(dtype) and not shape,
         _no_companions,
     ),
     FeatureKind(
         "string_list",
         "string or bytes values of rank >= 1 (fixed or a leading null): nested lists",
-        lambda dtype, shape, raw, sequence: _strings(dtype),
+        lambda dtype, shape, encoding, sequence: _strings(dtype),
         _no_companions,
     ),
     FeatureKind(
         "numeric_scalar",
         "an int, bool or float scalar",
-        lambda dtype, shape, raw, sequence: not shape,
+        lambda dtype, shape, encoding, sequence: not shape,
         _no_companions,
     ),
     FeatureKind(
         "numeric_tensor",
         "a numeric array: fixed shape or a leading null",
-        lambda dtype, shape, raw, sequence: True,
+        lambda dtype, shape, encoding, sequence: True,
         _no_companions,
     ),
 )
@@ -195,9 +206,9 @@ KINDS: tuple[FeatureKind, ...] = (
 _KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
 
 
-def select_kind(dtype: DType, shape: Shape, *, raw: bool, sequence: bool) -> FeatureKind:
-    """The kind of a valid feature of ``dtype`` and ``shape`` (raw encoding, in the sequence section)."""
-    return next(kind for kind in KINDS if kind.matches(dtype, shape, raw, sequence))
+def select_kind(dtype: DType, shape: Shape, *, encoding: str, sequence: bool) -> FeatureKind:
+    """The kind of a valid feature of ``dtype``, ``shape`` and ``encoding`` (in the sequence section)."""
+    return next(kind for kind in KINDS if kind.matches(dtype, shape, encoding, sequence))
 
 
 def kind_named(name: str) -> FeatureKind:
@@ -271,6 +282,7 @@ CODECS: tuple[CodecRow, ...] = (
     CodecRow("TextTensor", "string_list", _of(Kind.STR), "lists", _string_list_op),
     CodecRow("BytesTensor", "string_list", _of(Kind.BYTES), "lists", _string_list_op),
     CodecRow("RawTensor", "raw_tensor", _of(*_NUMERIC), "raw", _raw_op, generic=True),
+    CodecRow("EncodedImage", "encoded_image", _of(Kind.INT), "images", _no_op),
     CodecRow("RaggedTensor", "ragged_tensor", _of(*_NUMERIC), "ragged", _no_op, generic=True),
     CodecRow("RaggedStrings", "ragged_tensor", _of(Kind.STR, Kind.BYTES), "ragged", _no_op),
     CodecRow(

@@ -99,6 +99,7 @@ class ChangeKind(enum.StrEnum):
     MADE_REQUIRED = "made_required"
     ENCODING_CHANGED = "encoding_changed"
     LAYOUT_CHANGED = "layout_changed"
+    QUALITY_CHANGED = "quality_changed"
     FIELD_CHANGED = "field_changed"
 
     @property

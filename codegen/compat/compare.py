@@ -34,6 +34,7 @@ _FEATURE_FIELDS = (
     "default",
     "shape_from",
     "row_lengths_from",
+    "quality",
 )
 _BOTH_WAYS = "old and new readers"
 
@@ -416,6 +417,14 @@ class _FeatureDiff:
             "row_lengths_from"
         ):
             self.layout()
+        if old.get("quality") != new.get("quality"):
+            self.add(
+                f"{self.path}.quality",
+                ChangeKind.QUALITY_CHANGED,
+                _FULL,
+                f"JPEG quality of {new['name']!r} changed from {old.get('quality')!r} to"
+                f" {new.get('quality')!r}: readers decode either",
+            )
         if old["optional"] != new["optional"]:
             self.optional()
         if old["default"] != new["default"]:

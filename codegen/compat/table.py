@@ -158,6 +158,8 @@ RULES: tuple[Rule, ...] = (
          "`shape_from` or `row_lengths_from` changed (a stored shape or row lengths)", "breaking",
          "Readers look for the shape or the row lengths under other keys or in another form: records"
          " of the other side fail (the companion is missing)."),
+    Rule("quality_changed", K.QUALITY_CHANGED, "JPEG `quality` changed", "full",
+         "Only how writers compress changes: every reader decodes a JPEG of any quality."),
     Rule("field_changed", K.FIELD_CHANGED, "a canonical field with no rule changed", "breaking",
          "Treated as failing until a rule exists (a newer canonical form)."),
 )  # fmt: skip

@@ -2,7 +2,7 @@
 
 The canonical form is compact JSON (sorted object keys, ASCII only) of the lowered schema with every
 default made explicit: records and features are lists in schema order, each feature has its
-``key``, ``shape``, ``optional``, ``encoding`` (``"list"`` or ``"raw"``), ``doc`` and normalized
+``key``, ``shape``, ``optional``, ``encoding`` (``"list"``, ``"raw"`` or an image encoding), ``doc`` and normalized
 ``default`` (``null`` when it has none), and ``shape_from`` or ``row_lengths_from`` only when the schema declares
 a companion layout other than the default one. A tf.train.Example record has ``name``, ``doc`` and
 ``features``; a SequenceExample record has ``"kind": "sequence"``, ``context`` (possibly empty) and
@@ -62,7 +62,7 @@ def _feature(f: FeatureIR) -> dict[str, object]:
         "dtype": f.dtype.name,
         "shape": list(f.shape),
         "optional": f.optional,
-        "encoding": "raw" if f.raw else "list",
+        "encoding": f.encoding,
         "doc": f.doc,
         "default": _encode_default(f.default) if f.has_default else None,
     }
@@ -75,6 +75,8 @@ def _feature(f: FeatureIR) -> dict[str, object]:
         )
     if f.row_lengths_from is not None:
         value["row_lengths_from"] = list(f.row_lengths_from)
+    if f.quality is not None:
+        value["quality"] = f.quality
     return value
 
 

@@ -33,7 +33,8 @@ class FeatureIR:
     when ``has_default``; float defaults are already rounded to float32. ``shape`` is one step's shape for a feature
     list of a SequenceExample (kind ``sequence_feature``), whose ``optional`` means the whole list may be absent
     (zero steps) and which never has a default. ``shape_from`` and ``row_lengths_from`` are the companion layouts
-    the schema declares (``None``: the kind's own companion keys).
+    the schema declares (``None``: the kind's own companion keys); ``encoding`` is the schema's (``list``, ``raw``,
+    ``jpeg``, ``png``, ``image``) and ``quality`` the JPEG quality it declares.
     """
 
     name: str
@@ -48,6 +49,8 @@ class FeatureIR:
     doc: str | None = None
     shape_from: ShapeFrom | None = None
     row_lengths_from: tuple[str, ...] | None = None
+    encoding: str = "list"
+    quality: int | None = None
     loc: Location
 
     @property

@@ -34,7 +34,7 @@ from codegen.generator.schema.model import (
     SchemaDoc,
     ShapeFromDoc,
 )
-from codegen.kinds import FeatureKind, ShapeFrom, codec_for, select_kind
+from codegen.kinds import IMAGE_ENCODINGS, FeatureKind, ShapeFrom, codec_for, select_kind
 
 _MAX_ELEMENTS = 2**63 - 1
 _MODEL_AT_DEPTH: dict[int, type[BaseModel]] = {
@@ -323,22 +323,31 @@ class _Lowering:
         """Check one well-formed feature; remember its IR if it is valid."""
         count = len(self.diagnostics)
         sequence = path[-2] == "sequence"
-        if sequence and doc.encoding == "raw":
+        if sequence and doc.encoding != "list":
             self.at_value(
                 (*path, "encoding"),
-                "encoding 'raw' is not supported for sequence features (each step is one Feature"
-                " of a FeatureList); use the list encoding",
+                f"encoding {doc.encoding!r} is not supported for sequence features (each step is"
+                " one Feature of a FeatureList); use the list encoding",
+            )
+        image = doc.encoding in IMAGE_ENCODINGS and not sequence
+        if doc.quality is not None and doc.encoding != "jpeg":
+            self.at_value(
+                (*path, "quality"), "'quality' is the JPEG quality: it needs 'encoding: jpeg'"
             )
         raw = doc.encoding == "raw" and not sequence
-        dtype = self.check_dtype(path, doc, raw=raw, sequence=sequence)
-        shape = self.check_shape(path, doc, dtype, raw=raw, sequence=sequence)
+        if image:
+            dtype, shape = self.check_image(path, doc)
+        else:
+            dtype = self.check_dtype(path, doc, raw=raw, sequence=sequence)
+            shape = self.check_shape(path, doc, dtype, raw=raw, sequence=sequence)
         has_default = "default" in doc.model_fields_set
         default: object = None
-        if has_default:
+        if has_default and not image:
             default = self.check_default(path, doc, dtype, shape)
         if len(self.diagnostics) > count or dtype is None or shape is None:
             return
-        kind = select_kind(dtype, shape, raw=raw, sequence=sequence)
+        encoding = "list" if sequence else doc.encoding
+        kind = select_kind(dtype, shape, encoding=encoding, sequence=sequence)
         key = doc.key or str(path[-1])
         shape_from = self.check_shape_from(path, doc, kind, key, shape)
         row_lengths_from = self.check_row_lengths_from(path, doc, kind, key, shape)
@@ -352,6 +361,8 @@ class _Lowering:
             kind=kind,
             shape_from=shape_from,
             row_lengths_from=row_lengths_from,
+            encoding=encoding,
+            quality=doc.quality,
             codec=codec_for(kind.name, dtype, shape),
             optional=doc.optional,
             has_default=has_default,
@@ -363,6 +374,51 @@ class _Lowering:
             self.steps[path] = feature
         else:
             self.features[path] = feature
+
+    def check_image(self, path: Path, doc: FeatureDoc) -> tuple[DType | None, Shape | None]:
+        """The dtype (uint8) and shape ``[height, width, channels]`` of an encoded image feature."""
+        dtype: DType | None = DTYPES["uint8"]
+        if doc.dtype != "uint8":
+            self.at_value(
+                (*path, "dtype"),
+                f"an encoded image ('encoding: {doc.encoding}') has dtype uint8, not"
+                f" {show(doc.dtype)}",
+            )
+            dtype = None
+        shape: Shape | None = tuple(doc.shape)
+        dims = doc.shape
+        at = (*path, "shape") if "shape" in doc.model_fields_set else (*path, "encoding")
+        if len(dims) != 3:
+            self.at_value(
+                at,
+                "an encoded image has shape [height, width, channels] (null for any size, e.g."
+                f" [null, null, 3]), got {shape_text(tuple(dims))}",
+            )
+            shape = None
+        else:
+            for i, dim in enumerate(dims):
+                if dim is not None and dim <= 0:
+                    self.at_value(
+                        (*path, "shape", i),
+                        f"a dimension must be a positive integer or null, got {dim}",
+                    )
+                    shape = None
+            channels = dims[2]
+            allowed = (1, 3) if doc.encoding == "jpeg" else (1, 2, 3, 4)
+            if channels is not None and channels > 0 and channels not in allowed:
+                self.at_value(
+                    (*path, "shape", 2),
+                    f"a {doc.encoding} image has {' or '.join(map(str, allowed))} channels, got"
+                    f" {channels}",
+                )
+                shape = None
+        if "default" in doc.model_fields_set:
+            self.at_value(
+                (*path, "default"),
+                "a default is not supported for an encoded image; set 'optional: true' to allow"
+                " the feature to be absent",
+            )
+        return dtype, shape
 
     def check_shape_from(
         self, path: Path, doc: FeatureDoc, kind: FeatureKind, key: str, shape: Shape

@@ -81,6 +81,8 @@ IMPORTED_PACKAGES = frozenset(
         "torch",
         "apache_beam",
         "typing_extensions",
+        "simplejpeg",
+        "PIL",
     }
 )
 """The packages beyond the standard library that generated modules and the runtime import (some lazily): a

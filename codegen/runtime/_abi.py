@@ -44,6 +44,7 @@ from codegen.runtime.codec.features import (
     TextScalar,
     TextTensor,
 )
+from codegen.runtime.codec.images import EncodedImage
 from codegen.runtime.codec.sequences import SequenceRagged, SequenceStrings, SequenceTensor
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.codec.wire import example, sequence_example
@@ -69,6 +70,7 @@ __all__ = [
     "BoolScalar",
     "BytesScalar",
     "BytesTensor",
+    "EncodedImage",
     "ExampleRecord",
     "FloatScalar",
     "IntScalar",

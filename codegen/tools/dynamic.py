@@ -49,6 +49,8 @@ def build_codec(record: RecordIR, feature: FeatureIR) -> Codec[Any]:
         optional=feature.optional,
         shape_from=feature.shape_from,
         row_lengths_from=feature.row_lengths_from,
+        encoding=feature.encoding,
+        quality=feature.quality,
     )
 
 

@@ -444,6 +444,14 @@ CASES = [
         variant="ragged",
     ),
     Case(
+        "quality_changed",
+        {"v": "{dtype: uint8, shape: [2, 2, 3], encoding: jpeg}"},
+        {"v": "{dtype: uint8, shape: [2, 2, 3], encoding: jpeg, quality: 100}"},
+        [(K.QUALITY_CHANGED, C.FULL)],
+        [{"v": np.full((2, 2, 3), 128, np.uint8)}],
+        [{"v": np.full((2, 2, 3), 64, np.uint8)}],
+    ),
+    Case(
         "raw_same_size",
         {"v": "{dtype: float64, shape: [2, 2], encoding: raw}"},
         {"v": "{dtype: float64, shape: [4], encoding: raw}"},

@@ -411,7 +411,7 @@ def _relocated_record(r: RecordIR, loc: Location) -> RecordIR:
         (
             '"encoding":"raw"',
             '"encoding":"packed"',
-            "'encoding' of feature 'image' must be 'list' or 'raw', got 'packed'",
+            "'encoding' of feature 'image' must be 'list', 'raw', 'jpeg', 'png' or 'image', got 'packed'",
         ),
         (
             '"sequence":[{"default":null,"doc":null,"dtype":"float32"',

@@ -17,7 +17,7 @@ from support.paths import GENERATED, ROOT
 from support.schemas import problems, records_schema
 
 ALLOWED_FEATURE_FIELDS = (
-    "key, dtype, shape, default, optional, doc, encoding, shape_from, row_lengths_from"
+    "key, dtype, shape, default, optional, doc, encoding, quality, shape_from, row_lengths_from"
 )
 ALLOWED_TAGS = "only !!str, !!int, !!float, !!bool, !!null, !!binary, !!seq and !!map are allowed"
 LIST_DTYPES = "int64, int32, int16, int8, uint32, uint16, uint8, bool, float32, bytes, string"
@@ -68,7 +68,7 @@ FEATURE_CASES = [
     (
         "{dtype: int64, encoding: packed}",
         "packed",
-        "'encoding' of feature 'f' must be 'list' or 'raw', got 'packed'",
+        "'encoding' of feature 'f' must be 'list', 'raw', 'jpeg', 'png' or 'image', got 'packed'",
     ),
     ("{dtype: int64, key: ''}", "''", "'key' of feature 'f' must not be empty"),
     ("{dtype: int64, key: 5}", "5", "'key' of feature 'f' must be a string, got 5"),
@@ -216,6 +216,33 @@ FEATURE_CASES = [
         " characters beyond U+FFFF as \\UXXXXXXXX or literally",
     ),
     ("[dtype, int64]", "[", "feature 'f' must be a mapping, got a list"),
+    (
+        "{dtype: float32, shape: [null, null, 3], encoding: png}",
+        "float32",
+        "an encoded image ('encoding: png') has dtype uint8, not 'float32'",
+    ),
+    (
+        "{dtype: uint8, shape: [null, null], encoding: jpeg}",
+        "[null",
+        "an encoded image has shape [height, width, channels] (null for any size, e.g."
+        " [null, null, 3]), got [null, null]",
+    ),
+    (
+        "{dtype: uint8, shape: [null, null, 4], encoding: jpeg}",
+        "4]",
+        "a jpeg image has 1 or 3 channels, got 4",
+    ),
+    (
+        "{dtype: uint8, shape: [null, null, 3], encoding: png, quality: 90}",
+        "90",
+        "'quality' is the JPEG quality: it needs 'encoding: jpeg'",
+    ),
+    (
+        "{dtype: uint8, shape: [2, 2, 3], encoding: image, default: [1]}",
+        "[1]",
+        "a default is not supported for an encoded image; set 'optional: true' to allow the"
+        " feature to be absent",
+    ),
     (
         "{dtype: uint8, shape: [null], encoding: raw, shape_from: {key: s, dtype: float32}}",
         "float32",

@@ -281,7 +281,7 @@ FEATURE_CASES = [
     (
         "{dtype: int64, encoding: stored}",
         "stored",
-        "'encoding' of feature 'f' must be 'list' or 'raw', got 'stored'",
+        "'encoding' of feature 'f' must be 'list', 'raw', 'jpeg', 'png' or 'image', got 'stored'",
     ),
 ]
 
@@ -496,7 +496,7 @@ def test_json_schema_documents_the_sequence_and_raw_fields() -> None:
     for prop in described:
         assert prop["description"] and "not supported" not in prop["description"]
     assert "raw" in feature_doc["encoding"]["description"]
-    assert feature_doc["encoding"]["enum"] == ["list", "raw"]
+    assert feature_doc["encoding"]["enum"] == ["list", "raw", "jpeg", "png", "image"]
     assert {"float64", "float16", "uint64"} <= set(feature_doc["dtype"]["enum"])
 
 

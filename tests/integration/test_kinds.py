@@ -59,9 +59,9 @@ def test_every_codec_row_has_its_runtime_class_and_batch_layout() -> None:
 def test_every_valid_dtype_and_shape_has_exactly_one_kind_and_codec(dtype: str) -> None:
     d = DTYPES[dtype]
     shapes: list[tuple[int | None, ...]] = [(), (2,), (None,), (None, 2), (None, None), (2, 3)]
-    for raw, sequence in ((False, False), (True, False), (False, True)):
+    for encoding, sequence in (("list", False), ("raw", False), ("list", True), ("jpeg", False)):
         for shape in shapes:
-            kind = kinds.select_kind(d, shape, raw=raw, sequence=sequence)
+            kind = kinds.select_kind(d, shape, encoding=encoding, sequence=sequence)
             rows = [r for r in kinds.CODECS if r.kind == kind.name and r.matches(d, shape)]
             if not rows:  # the schema checks refuse these (a ragged raw tensor has no codec row)
                 continue

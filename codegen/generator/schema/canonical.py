@@ -35,6 +35,7 @@ class _CanonicalFeature(_Strict):
     default: Any
     shape_from: dict[str, str] | list[str] | None = None
     row_lengths_from: list[str] | None = None
+    quality: int | None = None
 
 
 class _CanonicalRecord(_Strict):

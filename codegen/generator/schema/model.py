@@ -104,13 +104,21 @@ class FeatureDoc(_Strict):
         ),
     )
     doc: str | None = Field(default=None, description="Documentation of the attribute.")
-    encoding: Literal["list", "raw"] = Field(
+    encoding: Literal["list", "raw", "jpeg", "png", "image"] = Field(
         default="list",
         description=(
             "How values travel: 'list' in an Int64List/FloatList/BytesList; 'raw' as one bytes"
             " value holding the little-endian, row-major tensor (integer and float dtypes, scalars"
-            " included; no default; not in 'sequence')."
+            " included; no default; not in 'sequence'); 'jpeg', 'png' or 'image' (reads either,"
+            " writes PNG) as one encoded image of dtype uint8 and shape [height, width, channels]"
+            " (1 to 4 channels, any dimension may be null; not in 'sequence')."
         ),
+    )
+    quality: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="With 'encoding: jpeg': the JPEG quality images are written at (default 95).",
     )
 
     shape_from: Any = Field(

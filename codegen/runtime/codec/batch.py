@@ -46,6 +46,7 @@ from codegen.runtime.accel import speedups
 from codegen.runtime.codec import wire
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.features import Codec
+from codegen.runtime.codec.images import DECODE_THREADS, EncodedImage, decode_many
 from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
 from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
@@ -753,6 +754,43 @@ class _RawColumn(_Column):
         return arrays
 
 
+class _ImageColumn(_Column):
+    """Encoded images: decoded on several threads (the decoders release the GIL); a fixed shape is an array
+    ``[B, *shape]``, another a list of ``B`` arrays; optional ones :class:`Masked`."""
+
+    def __init__(self, codec: EncodedImage) -> None:
+        self.codec = codec
+        self.masked = codec.optional
+        self.fixed = None not in codec.shape
+        shape = codec.shape
+        layout: _Layout = (
+            _Tensors(codec.dtype, cast("tuple[int, ...]", shape))
+            if self.fixed
+            else _Arrays(codec.dtype, shape)
+        )
+        self.inner_layout = layout
+        super().__init__(_MaskedLayout(layout) if self.masked else layout, (codec.key,))
+        self.joined = self.keys
+
+    def build(self, scans: Sequence[KeyScan], size: int) -> Any:
+        scan = scans[0]
+        assert scan.blob is not None and scan.sizes is not None  # the key is joined
+        present = _present(scan, int(Wire.BYTES))
+        if not np.array_equal(scan.counts, present) or not (self.masked or present.all()):
+            raise _Refused
+        blob = bytes(scan.blob)
+        ends = np.cumsum(scan.sizes).tolist()
+        starts = [0, *ends[:-1]]
+        blobs = [blob[a:b] for a, b in zip(starts, ends, strict=True)]
+        images = decode_many(blobs, self.codec.pixels, DECODE_THREADS)
+        stand_in = self.inner_layout.placeholder()
+        values: list[Any] = [stand_in] * size
+        for i, image in zip(np.flatnonzero(present).tolist(), images, strict=True):
+            values[i] = image
+        column = np.stack(values) if self.fixed and size else self.inner_layout.from_values(values)
+        return Masked(column, present) if self.masked else column
+
+
 class _RaggedColumn(_Column):
     """Two or more leading ``null`` dimensions: flat values plus ``<key>/row_lengths_<d>``
     companions, as that many nested :class:`Ragged`; optional ones :class:`Masked`."""
@@ -823,6 +861,7 @@ COLUMNS: dict[str, Callable[[Codec[Any]], _Column]] = {
     "items": lambda codec: _FixedColumn(codec, _Items(codec.dtype, ())),
     "lists": _list_column,
     "raw": lambda codec: _RawColumn(cast("RawTensor[Any]", codec)),
+    "images": lambda codec: _ImageColumn(cast("EncodedImage", codec)),
     "ragged": lambda codec: _RaggedColumn(cast("RaggedTensor[Any] | RaggedStrings", codec)),
 }
 """The column of the feature codec of an ``Example`` (or of a ``SequenceExample``'s context), by the

@@ -544,7 +544,8 @@ class Codec(abc.ABC, Generic[T]):
     _scalar: ClassVar[bool]
     """Whether the class holds scalars (shape ``()``) or values of rank >= 1."""
     _encoding: ClassVar[str] = "list"
-    """How the values travel: ``list`` (the list of the dtype's wire kind) or ``raw`` (bytes)."""
+    """How the values travel: ``list`` (the list of the dtype's wire kind), ``raw`` (bytes) or ``image`` (an
+    encoded image, one bytes value)."""
     _takes_default: ClassVar[bool] = True
     """Whether the class can hold a default."""
 
@@ -571,7 +572,7 @@ class Codec(abc.ABC, Generic[T]):
         self.companion_keys = self._companions(key, shape)
         self._kf = key_field(key)
         self._key = key.encode("utf-8")
-        wire = Wire.BYTES if self._encoding == "raw" else dtype.wire
+        wire = Wire.BYTES if self._encoding != "list" else dtype.wire
         self._kind = int(wire)
         self._list_name = wire.list_name
         self._tag = (self._kind << 3) | 2

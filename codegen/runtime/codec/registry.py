@@ -26,6 +26,7 @@ from codegen.runtime.codec.features import (
     TextScalar,
     TextTensor,
 )
+from codegen.runtime.codec.images import EncodedImage
 from codegen.runtime.codec.sequences import SequenceRagged, SequenceStrings, SequenceTensor
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 
@@ -43,6 +44,7 @@ CODEC_CLASSES: dict[str, type[Any]] = {
         TextTensor,
         BytesTensor,
         RawTensor,
+        EncodedImage,
         RaggedTensor,
         RaggedStrings,
         SequenceTensor,
@@ -71,6 +73,8 @@ def build_codec(
     optional: bool = False,
     shape_from: ShapeFrom | None = None,
     row_lengths_from: tuple[str, ...] | None = None,
+    encoding: str | None = None,
+    quality: int | None = None,
 ) -> Codec[Any]:
     """The codec a generated module builds for a feature of ``kind`` (a name of :data:`codegen.kinds.KINDS`):
     its class from the registry, subscripted with the dtype's numpy type where generated code does so, with
@@ -89,6 +93,10 @@ def build_codec(
         layout["shape_from"] = shape_from
     if row_lengths_from is not None:
         layout["row_lengths_from"] = row_lengths_from
+    if kind == "encoded_image":
+        layout["encoding"] = encoding or "image"
+        if quality is not None:
+            layout["quality"] = quality
     codec: Codec[Any] = cls(
         record, name, key, dtype, shape, default=default, optional=optional, **layout
     )

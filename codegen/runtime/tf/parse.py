@@ -50,6 +50,7 @@ import numpy as np
 
 from codegen.dtypes import DTYPES, DType, Kind
 from codegen.errors import MissingExtraError, RecordError, TfrGenError
+from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime.codec.info import FeatureInfo
 
 _WIRE_DTYPES = {"int64_list": "int64", "float_list": "float32", "bytes_list": "string"}
@@ -92,6 +93,10 @@ def parse_specs(info: FeatureInfo) -> dict[str, Any]:
                 )
             }
         return {info.key: tf.io.RaggedFeature(wire_dtype, row_splits_dtype=tf.int64)}
+    if info.encoding in IMAGE_ENCODINGS:
+        if info.optional:
+            return {info.key: tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64)}
+        return {info.key: tf.io.FixedLenFeature((), tf.string)}
     if info.encoding == "raw":
         layout = info.shape_from
         stored = tf.string if layout is not None and layout.encoding == "raw" else tf.int64
@@ -204,6 +209,8 @@ def post_process(
         return _declared(
             tf, dtype, _steps(tf, info, parsed[info.key], batched=batched, lengths=lengths)
         )
+    if info.encoding in IMAGE_ENCODINGS:
+        return _images(tf, info, parsed, batched=batched)
     if info.encoding == "raw":
         return _raw(tf, info, parsed, batched=batched)
     value = parsed[info.key]
@@ -398,6 +405,61 @@ def _raw(tf: Any, info: FeatureInfo, parsed: Mapping[str, Any], *, batched: bool
     else:
         items = _raw_items(tf, info, values, shapes)
     return tf.RaggedTensor.from_row_lengths(items, counts) if counts is not None else items
+
+
+def _images(tf: Any, info: FeatureInfo, parsed: Mapping[str, Any], *, batched: bool) -> Any:
+    """Encoded images decoded with ``tf.io.decode_jpeg``/``decode_png``/``decode_image`` and checked against the
+    declared shape: one image ``[h, w, c]``; a batch ``[N, h, w, c]`` (ragged when a dimension is unknown); an
+    optional feature one level more (0 or 1 images per Example), as an optional raw tensor is."""
+    where, shape = _where(info), info.shape
+    channels = shape[2] or 0
+    decode: Any = {
+        "jpeg": lambda data: tf.io.decode_jpeg(data, channels=channels),
+        "png": lambda data: tf.io.decode_png(data, channels=channels),
+        "image": lambda data: tf.io.decode_image(data, channels=channels, expand_animations=False),
+    }[info.encoding]
+
+    def one(data: Any) -> Any:
+        image = decode(data)
+        declared = tf.constant([-1 if d is None else d for d in shape], tf.int32)
+        found = tf.shape(image, out_type=tf.int32)
+        tf.debugging.assert_equal(
+            tf.reduce_all(tf.logical_or(declared < 0, tf.equal(found, declared))),
+            True,
+            message=f"{where}: the image's shape does not fit the declared shape {info.shape_text}",
+        )
+        return tf.ensure_shape(image, shape)
+
+    data = parsed[info.key]
+    counts = None
+    if info.optional:
+        blobs = data.values if batched else data
+        counts = (
+            data.row_lengths() if batched else tf.reshape(tf.size(data, out_type=tf.int64), [1])
+        )
+        tf.debugging.assert_less_equal(
+            counts,
+            tf.constant(1, tf.int64),
+            message=f"{where}: expected 0 or 1 bytes_list values per Example",
+        )
+    elif not batched:
+        return one(data)
+    else:
+        blobs = data
+    if info.fixed:
+        items = tf.map_fn(one, blobs, fn_output_signature=tf.TensorSpec(shape, tf.uint8))
+    else:
+        rank = max(1, max(i for i, d in enumerate(shape) if d is None))
+        items = tf.map_fn(
+            lambda data: tf.RaggedTensor.from_tensor(one(data), ragged_rank=rank),
+            blobs,
+            fn_output_signature=tf.RaggedTensorSpec(list(shape), tf.uint8, ragged_rank=rank),
+        )
+    if counts is None:
+        return items
+    if not batched:
+        return items if info.fixed else items.to_tensor()
+    return tf.RaggedTensor.from_row_lengths(items, counts)
 
 
 def _stored_shapes(
