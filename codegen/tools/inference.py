@@ -3,7 +3,13 @@
 Per key, from an :class:`~codegen.tools.observe.Observation` of the records:
 
 * dtype: ``int64`` for an Int64List, ``float32`` for a FloatList, and for a BytesList ``string``
-  when every value is valid UTF-8 (and there is at least one), else ``bytes``;
+  when every value is valid UTF-8 without NUL bytes (and there is at least one), else ``bytes``;
+* layouts other tools write: a BytesList whose every value is a JPEG or PNG image is an encoded
+  image (``encoding: jpeg``, ``png`` or ``image``); a one-value BytesList ``S`` holding the raw
+  bytes of a small int32 array, whose products match the byte counts of a one-value BytesList
+  ``X`` in the same records, is the image tutorials' layout (``X`` a raw uint8 tensor with
+  ``shape_from: {key: S, dtype: int32, encoding: raw}``); ``<name>/ragged_flat_values`` with
+  ``<name>/ragged_row_lengths_<i>`` is a ragged feature under TensorFlow Datasets' key names;
 * shape: the same number ``n`` of values in every feature gives ``[]`` (``n == 1``) or ``[n]``;
   varying (or always zero) counts give ``[null]``. For a feature list the shape is one step's (a
   step with no list holds no values);
@@ -26,9 +32,11 @@ import math
 import os
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import yaml
 
 from codegen.dtypes import Wire
@@ -61,6 +69,10 @@ class InferredFeature:
     dtype: str
     shape: tuple[int | None, ...]
     optional: bool
+    encoding: str = "list"
+    shape_from: str | None = None
+    """The key of the raw int32 array holding the shape (the tutorials' layout)."""
+    row_lengths_from: tuple[str, ...] = ()
 
     def flow(self) -> str:
         """The feature's fields on one line, as a schema writes them (``key``, ``shape`` and
@@ -71,6 +83,15 @@ class InferredFeature:
         if self.shape:
             dims = ", ".join("null" if d is None else str(d) for d in self.shape)
             fields.append(f"shape: [{dims}]")
+        if self.encoding != "list":
+            fields.append(f"encoding: {self.encoding}")
+        if self.shape_from is not None:
+            fields.append(
+                f"shape_from: {{key: {yaml_scalar(self.shape_from)}, dtype: int32, encoding: raw}}"
+            )
+        if self.row_lengths_from:
+            keys = ", ".join(yaml_scalar(key) for key in self.row_lengths_from)
+            fields.append(f"row_lengths_from: [{keys}]")
         if self.optional:
             fields.append("optional: true")
         return "{" + ", ".join(fields) + "}"
@@ -104,7 +125,7 @@ def _dtype(key: str, seen: KeyObservation, what: str) -> str:
         return "int64"
     if kinds[0] is Wire.FLOAT:
         return "float32"
-    return "string" if seen.utf8 and seen.values else "bytes"
+    return "string" if seen.utf8 and seen.values and not seen.nul else "bytes"
 
 
 def _shape(seen: KeyObservation) -> tuple[int | None, ...]:
@@ -156,9 +177,11 @@ def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRe
         raise TfrGenError("no feature of the records holds a value list; there is nothing to infer")
     # Without a feature list to describe, the context reads as an Example's features would.
     is_sequence = bool(steps)
-    names = feature_names([key for key, _ in kept] + [key for key, _ in steps])
+    layouts = _Layouts(dict(kept))
+    kept = [(key, seen) for key, seen in kept if key not in layouts.companions]
+    names = feature_names([layouts.name_key(key) for key, _ in kept] + [key for key, _ in steps])
     features = tuple(
-        _feature(attribute, key, seen, "key", absent=seen.listed < total)
+        layouts.feature(_feature(attribute, key, seen, "key", absent=seen.listed < total), seen)
         for attribute, (key, seen) in zip(names[: len(kept)], kept, strict=True)
     )
     sequence = tuple(
@@ -173,6 +196,101 @@ def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRe
         sequence=sequence,
         left_out=tuple(left_out),
     )
+
+
+_RAGGED_VALUES = "/ragged_flat_values"
+
+
+class _Layouts:
+    """The layouts of other tools found among an Example's keys (see the module docstring)."""
+
+    def __init__(self, table: dict[str, KeyObservation]) -> None:
+        self.table = table
+        self.companions: set[str] = set()
+        self.ragged: dict[str, tuple[str, ...]] = {}
+        self.shapes: dict[str, str] = {}
+        for key, seen in table.items():
+            if key.endswith(_RAGGED_VALUES) and seen.list_kinds:
+                self._find_ragged(key)
+        for key, seen in table.items():
+            if key not in self.companions and _single_bytes(seen):
+                self._find_tutorial_shape(key, seen)
+
+    def _find_ragged(self, key: str) -> None:
+        prefix = key[: -len(_RAGGED_VALUES)]
+        lengths: list[str] = []
+        while (found := f"{prefix}/ragged_row_lengths_{len(lengths)}") in self.table:
+            if self.table[found].list_kinds != [Wire.INT64]:
+                return
+            lengths.append(found)
+        if lengths:
+            self.ragged[key] = tuple(lengths)
+            self.companions.update(lengths)
+
+    def _find_tutorial_shape(self, key: str, seen: KeyObservation) -> None:
+        products = _int32_products(seen)
+        if products is None:
+            return
+        for other, values in self.table.items():
+            if (
+                other != key
+                and other not in self.companions
+                and other not in self.shapes
+                and _single_bytes(values)
+                and values.records == seen.records
+                and values.lengths == products
+            ):
+                self.shapes[other] = key
+                self.companions.add(key)
+                return
+
+    def name_key(self, key: str) -> str:
+        """The key a feature's attribute name is made from (a ragged feature's own name)."""
+        return key[: -len(_RAGGED_VALUES)] if key in self.ragged else key
+
+    def feature(self, plain: InferredFeature, seen: KeyObservation) -> InferredFeature:
+        """``plain`` as the layout it is part of describes it."""
+        key = plain.key
+        if key in self.ragged:
+            shape = (None,) * (len(self.ragged[key]) + 1)
+            return replace(plain, shape=shape, row_lengths_from=self.ragged[key], optional=False)
+        if key in self.shapes:
+            rank = len(next(iter(self.table[self.shapes[key]].short))) // 4
+            return replace(
+                plain,
+                dtype="uint8",
+                shape=(None,) * rank,
+                encoding="raw",
+                shape_from=self.shapes[key],
+            )
+        if plain.dtype == "bytes" and seen.values and sum(seen.images.values()) == seen.values:
+            forms = sorted(seen.images)
+            encoding = forms[0] if len(forms) == 1 else "image"
+            channels = None
+            return replace(plain, dtype="uint8", shape=(None, None, channels), encoding=encoding)
+        return plain
+
+
+def _single_bytes(seen: KeyObservation) -> bool:
+    """Whether the key holds one bytes value in every feature."""
+    return seen.list_kinds == [Wire.BYTES] and seen.counts_min == seen.counts_max == 1
+
+
+def _int32_products(seen: KeyObservation) -> Counter[int] | None:
+    """How many values hold each element count, when every value is the raw bytes of a small int32 array of one
+    length (a shape); else ``None``."""
+    if sum(seen.short.values()) != seen.values or not seen.short:
+        return None
+    sizes = {len(value) for value in seen.short}
+    if len(sizes) != 1 or (size := sizes.pop()) % 4 or not size:
+        return None
+    products: Counter[int] = Counter()
+    for value, count in seen.short.items():
+        dims = np.frombuffer(value, "<i4")
+        if (dims < 0).any():
+            return None
+        products[int(np.prod(dims.astype(np.int64)))] += count
+    return products
 
 
 def _words(text: str) -> list[str]:

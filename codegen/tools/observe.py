@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from codegen.dtypes import Wire
 from codegen.errors import RecordError
 from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
+from codegen.runtime.codec.images import image_format
 from codegen.runtime.codec.wire import (
     decode_bytes_list,
     decode_float_list,
@@ -67,7 +68,9 @@ class KeyObservation:
     kind it held (kind 0: a ``Feature`` with no list); ``counts_min``/``counts_max`` the fewest and
     most values in one feature with a list, ``values`` all of them. Numbers add to ``low``,
     ``high``, ``total``, ``numbers`` and ``nans`` (NaN is left out of the others); bytes to
-    ``lengths`` (value length -> how many) and ``utf8`` (whether every one is valid UTF-8). For a
+    ``lengths`` (value length -> how many), ``utf8`` (whether every one is valid UTF-8), ``nul``
+    (whether one holds a NUL byte), ``images`` (how many start as a JPEG or PNG image, by format) and
+    ``short`` (the values of at most 16 bytes, up to 1024 distinct ones). For a
     feature-list key every step is a feature, and ``steps_min``/``steps_max`` are the fewest and
     most steps of one list. ``detail``, when set, counts the distributions too.
     """
@@ -78,6 +81,9 @@ class KeyObservation:
     counts_max: int | None = None
     values: int = 0
     utf8: bool = True
+    nul: bool = False
+    images: Counter[str] = field(default_factory=Counter)
+    short: Counter[bytes] = field(default_factory=Counter)
     lengths: Counter[int] = field(default_factory=Counter)
     steps_min: int | None = None
     steps_max: int | None = None
@@ -155,6 +161,7 @@ class KeyObservation:
             self.lengths.update(len(item) for item in values)
             if self.utf8 and not _all_utf8(values):
                 self.utf8 = False
+            self._add_bytes(values)
         else:
             count = int(values.size)
             self._add_numbers(values)
@@ -227,7 +234,21 @@ class KeyObservation:
             self.lengths.update(dict(zip(lengths.tolist(), counts.tolist(), strict=True)))
             if self.utf8 and not joined_utf8(scan.blob, scan.sizes):
                 self.utf8 = False
+            data = bytes(scan.blob)
+            ends = np.cumsum(scan.sizes).tolist()
+            self._add_bytes([data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)])
         return present
+
+    def _add_bytes(self, values: Sequence[bytes]) -> None:
+        """Note NUL bytes, image signatures and short values (see the class docstring)."""
+        for value in values:
+            if not self.nul and b"\0" in value:
+                self.nul = True
+            form = image_format(value)
+            if form is not None:
+                self.images[form] += 1
+            if len(value) <= _SHORT and (value in self.short or len(self.short) < _SHORT_KEPT):
+                self.short[value] += 1
 
     def add_steps(self, steps: int) -> None:
         """Count the length of one feature list (its steps are counted by :meth:`add_feature`)."""
@@ -235,6 +256,12 @@ class KeyObservation:
             self.detail.add_steps(steps)
         self.steps_min = steps if self.steps_min is None else min(self.steps_min, steps)
         self.steps_max = steps if self.steps_max is None else max(self.steps_max, steps)
+
+
+_SHORT = 16
+"""The longest bytes value :attr:`KeyObservation.short` keeps."""
+_SHORT_KEPT = 1024
+"""How many distinct short values it keeps."""
 
 
 def joined_utf8(blob: memoryview, sizes: NDArray[np.int64]) -> bool:
