@@ -5,7 +5,8 @@ against protobuf, ``decode_batch`` and the ``Dataset`` against TensorFlow's batc
 ``Dataset`` against vahidk's loader and (over 4 shards) TensorFlow's best-practice pipeline, the
 single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), the
 writer against ``tf.io.TFRecordWriter``, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch``
-against per-record encoding, and ``convert`` against a pyarrow baseline.
+against per-record encoding, ``convert`` against a pyarrow baseline, and on the JPEG workload the
+``Dataset`` against TensorFlow's image pipeline (with the same pixels: the decoders agree exactly).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from benchmarks.contenders import (
     PROTOBUF_BUILD,
     PROTOBUF_PARSE,
     TF_BEST_PIPELINE,
+    TF_IMAGE_PIPELINE,
     TF_PIPELINE,
     TF_PYARROW_PARQUET,
     TF_WRITE,
@@ -96,14 +98,16 @@ class Bar:
 
 def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
     """The bars of ``workload``: (contender, baseline, least speed-up), in report order."""
+    shared = workload.shared_bars
     bars = (
         (TFRGEN_ENCODE, PROTOBUF_BUILD, workload.encode_bar),
         (TFRGEN_DECODE, PROTOBUF_PARSE, workload.decode_bar),
         (TFRGEN_DECODE_BATCH, TF_PIPELINE, workload.batch_bar),
-        (TFRGEN_DATASET, TF_PIPELINE, DATASET_VS_TF),
-        (TFRGEN_DATASET, VAHIDK_READ, DATASET_VS_VAHIDK),
-        (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, DATASET_VS_TF_BEST),
+        (TFRGEN_DATASET, TF_PIPELINE, DATASET_VS_TF if shared else None),
+        (TFRGEN_DATASET, VAHIDK_READ, DATASET_VS_VAHIDK if shared else None),
+        (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, DATASET_VS_TF_BEST if shared else None),
         (TFRGEN_DATASET, LIMIT, workload.limit_bar),
+        (TFRGEN_DATASET, TF_IMAGE_PIPELINE, workload.image_bar),
         (TFRGEN_WRITE, TF_WRITE, WRITE_VS_TF),
         (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, TO_ARROW_VS_DECODE_BATCH),
         (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, ENCODE_BATCH_VS_CONSTRUCT),

@@ -44,7 +44,9 @@ import crc32c
 from benchmarks.prepare import Prepared
 from benchmarks.workloads import ROOT
 from codegen.cli import main as cli_main
+from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime import read_tfrecord, write_tfrecord
+from codegen.runtime.tf.parse import parse_specs
 
 Group = Literal["encode", "decode", "read", "write", "scan", "convert"]
 
@@ -61,6 +63,7 @@ TFRGEN_DECODE_BATCH = "tfr-gen decode_batch(1024) (columns)"
 TFRGEN_TO_ARROW = "tfr-gen decode_batch(1024)+to_arrow"
 TFRGEN_DATASET = "tfr-gen dataset(batch_size=1024) (columns)"
 TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
+TF_IMAGE_PIPELINE = "TF map(parse_example+decode_jpeg, AUTOTUNE).batch(1024).prefetch"
 TF_RAW_READ = "TF TFRecordDataset.batch(1024) (raw bytes)"
 TFRGEN_DATASET_SHARDS = "tfr-gen dataset(batch_size=1024) over 4 shards"
 TF_BEST_PIPELINE = "TF best practice: 4 shards, parallel reads+map, prefetch"
@@ -99,6 +102,7 @@ NAMES: tuple[str, ...] = (
     TFRGEN_TO_ARROW,
     TFRGEN_DATASET,
     TF_PIPELINE,
+    TF_IMAGE_PIPELINE,
     TF_RAW_READ,
     TFRGEN_DATASET_SHARDS,
     TF_BEST_PIPELINE,
@@ -399,6 +403,43 @@ def _limit(p: Prepared) -> Callable[[], Outcome]:
     return run
 
 
+def _tf_image_pipeline(p: Prepared, tf: Any) -> Callable[[], Outcome]:
+    """TensorFlow's best practice for encoded images: ``TFRecordDataset -> map(parse_single_example +
+    tf.io.decode_jpeg (decode_png, decode_image), num_parallel_calls=AUTOTUNE) -> batch(1024) -> prefetch``."""
+    specs: dict[str, Any] = {}
+    for info in p.spec:
+        specs.update(parse_specs(info))
+    images = {f.key: f for f in p.spec if f.encoding in IMAGE_ENCODINGS}
+    decoders = {
+        "jpeg": tf.io.decode_jpeg,
+        "png": tf.io.decode_png,
+        "image": lambda data, channels: tf.io.decode_image(
+            data, channels=channels, expand_animations=False
+        ),
+    }
+
+    def parse(serialized: Any) -> Any:
+        parsed = tf.io.parse_single_example(serialized, specs)
+        for key, info in images.items():
+            decoded = decoders[info.encoding](parsed[key], channels=info.shape[2] or 0)
+            parsed[key] = tf.ensure_shape(decoded, info.shape)
+        return parsed
+
+    autotune = tf.data.AUTOTUNE
+    dataset = (
+        tf.data.TFRecordDataset(str(p.path))
+        .map(parse, num_parallel_calls=autotune)
+        .batch(1024)
+        .map(lambda batch: tf.shape(next(iter(batch.values())))[0])
+        .prefetch(autotune)
+    )
+
+    def run() -> Outcome:
+        return Outcome(sum(int(n) for n in dataset))
+
+    return run
+
+
 def _tf_raw_read(p: Prepared, tf: Any) -> Callable[[], Outcome]:
     dataset = tf.data.TFRecordDataset(str(p.path)).batch(1024)
 
@@ -541,6 +582,11 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         with_arrow(TFRGEN_TO_ARROW, "decode", lambda: _to_arrow(p)),
         _batched(p, TFRGEN_DATASET, "read", lambda: _dataset(p)),
         with_tf(TF_PIPELINE, "read", lambda: _tf_pipeline(p, tf)),
+        (
+            with_tf(TF_IMAGE_PIPELINE, "read", lambda: _tf_image_pipeline(p, tf))
+            if any(f.encoding in IMAGE_ENCODINGS for f in p.spec)
+            else Contender(TF_IMAGE_PIPELINE, "read", None, "no encoded images")
+        ),
         with_tf(TF_RAW_READ, "read", lambda: _tf_raw_read(p, tf)),
         _batched(p, TFRGEN_DATASET_SHARDS, "read", lambda: _dataset_shards(p, scratch)),
         with_tf(TF_BEST_PIPELINE, "read", lambda: _tf_best_pipeline(p, tf, scratch)),

@@ -16,6 +16,7 @@ import numpy as np
 
 from benchmarks.protobuf_path import ProtobufPath, Values
 from benchmarks.workloads import Record, RecordClass, Workload
+from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime import FeatureSpec, write_tfrecord
 
 _MAX_PROBLEMS = 5
@@ -58,6 +59,9 @@ def prepare(
     values = [workload.make_values(rng, spec) for _ in range(count)]
     records = [cls(**v) for v in values]
     serialized = [r.encode() for r in records]
+    if any(f.encoding in IMAGE_ENCODINGS for f in spec):
+        # Lossy images: the records are what their bytes decode to (JPEG does not give the pixels back).
+        records = [cls.decode(data) for data in serialized]
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / f"{workload.name}.tfrecord"
     write_tfrecord(path, serialized, compression=None)

@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from codegen.dtypes import DTYPES, Kind
+from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime import FeatureInfo, FeatureSpec
+from codegen.runtime.codec.images import decode_image, encode_image
 from codegen.runtime.tf import proto
 
 Message = Any
@@ -39,7 +41,8 @@ Get = Callable[[Any], Any]
 
 def is_raw(info: FeatureInfo) -> bool:
     """Whether a feature has ``encoding: raw`` (a numeric dtype travelling in a ``BytesList``)."""
-    return DTYPES[info.dtype].numeric and info.wire == "bytes_list"
+    numeric_bytes = DTYPES[info.dtype].numeric and info.wire == "bytes_list"
+    return numeric_bytes and info.encoding not in IMAGE_ENCODINGS
 
 
 def _identity(value: Any) -> Any:
@@ -158,6 +161,17 @@ def _raw_bytes(info: FeatureInfo) -> tuple[Callable[[Any], bytes], Callable[[byt
 
 def _codec(info: FeatureInfo) -> tuple[Make, Read]:
     """How one feature (or one step of a per-step feature) becomes a ``Feature`` and back."""
+    if info.encoding in IMAGE_ENCODINGS:
+        encoding, quality, channels = info.encoding, info.quality or 95, info.shape[2]
+
+        def make_image(value: Any) -> Message:
+            data = encode_image(np.asarray(value, np.uint8), encoding, quality)
+            return proto.Feature(bytes_list=proto.BytesList(value=[data]))
+
+        def read_image(feature: Message) -> Any:
+            return decode_image(feature.bytes_list.value[0], channels)
+
+        return make_image, read_image
     if is_raw(info):
         to_bytes, from_bytes = _raw_bytes(info)
         shape = info.shape

@@ -61,8 +61,10 @@ class Workload:
     ``encode_bar``/``decode_bar`` are the least speed-ups of per-record ``encode``/``decode`` over
     protobuf the suite requires, ``batch_bar`` that of ``decode_batch`` over TensorFlow's batched
     parse, ``limit_bar`` the least fraction of the ``limit`` row's speed (reading, checking and
-    copying the file's bytes) the single-threaded ``Dataset`` must reach (the bars every workload
-    shares are in :mod:`benchmarks.bars`).
+    copying the file's bytes) the single-threaded ``Dataset`` must reach, ``image_bar`` the least
+    speed-up of the ``Dataset`` over TensorFlow's image pipeline (``parse_example`` + ``decode_jpeg``
+    mapped with ``AUTOTUNE``, prefetch). ``shared_bars`` says whether the bars every workload shares
+    (:mod:`benchmarks.bars`) apply (not to images, which the other readers do not decode).
     """
 
     name: str
@@ -77,6 +79,8 @@ class Workload:
     decode_bar: float | None = None
     batch_bar: float | None = None
     limit_bar: float | None = None
+    image_bar: float | None = None
+    shared_bars: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +152,14 @@ def image_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
         values["image"] = pixels.tobytes()
         values["shape"] = np.array(pixels.shape, dtype=np.int64)
     return values
+
+
+def jpeg_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
+    """A 256x256x3 photo-like image (a colour gradient with noise, written as JPEG of quality 90), label 0-999."""
+    y, x = np.mgrid[0:256, 0:256]
+    base = np.stack([x, y, (x + y) / 2], -1) * 0.9 + rng.uniform(0, 25, 3)
+    pixels = np.clip(base + rng.normal(0, 10, (256, 256, 3)), 0, 255).astype(np.uint8)
+    return {"label": int(rng.integers(0, 1000)), "image": pixels}
 
 
 def sequence_values(rng: np.random.Generator, spec: FeatureSpec) -> Values:
@@ -222,6 +234,17 @@ WORKLOADS: tuple[Workload, ...] = (
         decode_bar=2.0,
         batch_bar=1.0,
         limit_bar=0.7,
+    ),
+    Workload(
+        name="jpeg",
+        module="jpeg_image",
+        record="JpegImage",
+        description="label + 256x256x3 JPEG image of quality 90 (image/encoded)",
+        make_values=jpeg_values,
+        records=2_000,
+        quick_records=40,
+        image_bar=1.2,
+        shared_bars=False,
     ),
     Workload(
         name="sequence",

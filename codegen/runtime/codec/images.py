@@ -205,7 +205,7 @@ class EncodedImage(Codec[Image]):
         self.encoding = encoding
         self.quality = quality
         super().__init__(record, name, key, dtype, shape, default=default, optional=optional)
-        self._info = replace(self._info, encoding=encoding)
+        self._info = replace(self._info, encoding=encoding, quality=quality)
 
     def _check_shape(self) -> None:
         shape = self.shape

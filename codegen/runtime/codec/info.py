@@ -40,6 +40,8 @@ class FeatureInfo:
     companions: tuple[str, ...] = ()
     sequence: bool = False
     shape_from: ShapeFrom | None = None
+    quality: int | None = None
+    """The JPEG quality an encoded image is written at (``None`` for other features)."""
 
     @property
     def shape_text(self) -> str:
