@@ -78,6 +78,16 @@ COMMANDS: tuple[Command, ...] = (
         "list (or --remove) what killed writers left: stale temporary files, locks and shards",
     ),
     Command(
+        "import-schema",
+        "import_schema",
+        "a schema from a TFX schema (tensorflow-metadata Schema, schema.pbtxt)",
+    ),
+    Command(
+        "export-schema",
+        "export_schema",
+        "the TFX schema (tensorflow-metadata Schema) of a record",
+    ),
+    Command(
         "json-schema",
         "jsonschema",
         "print the JSON Schema of tfr-gen schema files (for editor completion and checks)",
