@@ -236,7 +236,7 @@ class KeyObservation:
                 self.utf8 = False
             data = bytes(scan.blob)
             ends = np.cumsum(scan.sizes).tolist()
-            self._add_bytes([data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)])
+            self._add_bytes([data[a:b] for a, b in zip([0, *ends], ends, strict=False)])
         return present
 
     def _add_bytes(self, values: Sequence[bytes]) -> None:

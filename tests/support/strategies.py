@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from codegen.dtypes import DTYPES, DType, Kind
+from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime import FeatureInfo
 
 SHAPES = textwrap.dedent(
@@ -97,6 +98,15 @@ def feature_value(draw: st.DrawFn, info: FeatureInfo) -> Any:
         return [_block(draw, dtype, _dims(draw, info.shape)) for _ in range(steps)]
     if info.optional and draw(st.integers(0, 3)) == 0:
         return None
+    if info.encoding in IMAGE_ENCODINGS:  # pixels from a seed: hypothesis draws no 196,608 values
+        height, width, channels = info.shape
+        dims = [
+            height or draw(st.integers(1, 3)),
+            width or draw(st.integers(1, 3)),
+            channels or draw(st.sampled_from((1, 3))),
+        ]
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        return rng.integers(0, 256, dims, dtype=np.uint8)
     nulls = info.shape.count(None)
     if info.encoding == "list" and nulls >= 2:
         return _ragged(draw, dtype, nulls, [d for d in info.shape if d is not None])

@@ -780,8 +780,7 @@ class _ImageColumn(_Column):
             raise _Refused
         blob = bytes(scan.blob)
         ends = np.cumsum(scan.sizes).tolist()
-        starts = [0, *ends[:-1]]
-        blobs = [blob[a:b] for a, b in zip(starts, ends, strict=True)]
+        blobs = [blob[a:b] for a, b in zip([0, *ends], ends, strict=False)]
         images = decode_many(blobs, self.codec.pixels, DECODE_THREADS)
         stand_in = self.inner_layout.placeholder()
         values: list[Any] = [stand_in] * size
