@@ -739,15 +739,16 @@ class Dataset(Generic[T]):
         """
         path, compression = self.files[file], self._compressions[file]
         listed = self._listed_sizes[file]
-        if listed is not None and _size(path) != listed:
+        size = None if listed is None else _size(path)
+        if size != listed:
             changed = (
-                f"the shard has {_size(path)} bytes but its manifest lists {listed}: it was changed"
+                f"the shard has {size} bytes but its manifest lists {listed}: it was changed"
                 " or replaced after the dataset was written"
             )
             if self.on_error == "raise":
                 raise TfrGenError(f"{path}: {changed}")
             if not self._quiet and (shared is None or file % shared.count == shared.index):
-                self._report(SkippedSpan(path, 0, _size(path), changed))
+                self._report(SkippedSpan(path, 0, size or 0, changed))
             return None
         if self.on_error == "raise":
             return TFRecordReader(path, compression=compression)
