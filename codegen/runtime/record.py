@@ -45,7 +45,7 @@ from codegen.runtime.data.random_access import RandomAccess
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
 from codegen.runtime.extras import optional_module
-from codegen.runtime.io.compression import Compression, CompressionArg
+from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.indexed import IndexedRecords
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, read_decoded
@@ -315,10 +315,13 @@ class Record(Generic[B, P]):
         path: PathLike,
         records: Iterable[Self] | B | Columns,
         *,
-        compression: CompressionArg = None,
+        compression: CompressionArg = "auto",
     ) -> int:
         """Write records (one by one, or as columns: see :meth:`encode_batch`) to a TFRecord file (atomically);
-        returns how many were written."""
+        returns how many were written.
+
+        ``compression="auto"`` goes by the name (``.gz`` gzip, ``.zlib``/``.zz`` zlib, else none).
+        """
         return write_tfrecord(
             path, cls._serialized(records, "write_tfrecord"), compression=compression
         )
@@ -328,12 +331,15 @@ class Record(Generic[B, P]):
         cls,
         path: PathLike,
         *,
-        compression: CompressionArg = None,
+        compression: CompressionArg = "auto",
         on_error: OnError = "raise",
         on_skip: Callable[[SkippedSpan], None] | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> Iterator[Self]:
         """Read and decode every record of a TFRecord file, checking both CRCs of each.
+
+        ``compression="auto"`` detects it from the data; a declared one the data contradicts raises
+        :class:`~codegen.errors.TfrGenError`.
 
         ``on_error="skip"`` skips corrupt stretches and records that do not decode (reported to ``on_skip``, logged
         as warnings without it) instead of raising :class:`~codegen.errors.DataError`. A record header declaring
@@ -357,13 +363,16 @@ class Record(Generic[B, P]):
         *,
         shards: int | None = None,
         max_records_per_shard: int | None = None,
-        compression: Compression = "gzip",
+        compression: CompressionArg = "auto",
         prefix: str | None = None,
         overwrite: bool = False,
     ) -> Manifest:
         """Write records (one by one, or as columns: see :meth:`encode_batch`) as shards
         ``<prefix>-<write id>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema;
-        publishing the manifest is the one commit (docs/datasets.md)."""
+        publishing the manifest is the one commit (docs/datasets.md).
+
+        ``compression="auto"`` writes gzip shards, named ``.tfrecord.gz``.
+        """
         return write_dataset(
             directory,
             cls._serialized(records, "write_dataset"),

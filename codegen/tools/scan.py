@@ -3,8 +3,8 @@
 :func:`expand_inputs` turns command-line arguments (files or glob patterns) into files;
 :class:`Scanner` yields every readable record of them with its file, index and byte offset, passes
 over corrupt or truncated stretches (reporting each one) or raises for them, counts what it read
-and drives a :class:`~codegen.tools.progress.Progress` bar. Compression is chosen per file by its
-suffix (``.gz``, ``.zlib``).
+and drives a :class:`~codegen.tools.progress.Progress` bar. Compression is detected per file from
+its first bytes, unless a compression is declared (which the data must not contradict).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TextIO
 
 from codegen.errors import TfrGenError
-from codegen.runtime.io.compression import resolve_compression
+from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.files import open_input
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import OnError, SkippedSpan
@@ -112,6 +112,8 @@ class Scanner:
     and ``file_records``: records per file started) describe what was read so far, also after an
     interruption (a batch counts once it is handed out).
 
+    ``compression`` is that of every file (``"auto"``: detected per file).
+
     With a ``progress`` stream that is a terminal, a progress bar labelled ``label`` is drawn on it
     while records are read; leaving the scanner's ``with`` block erases it.
     """
@@ -126,8 +128,10 @@ class Scanner:
         label: str = "scan",
         limit: int | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        compression: CompressionArg = "auto",
     ) -> None:
         self.paths = tuple(paths)
+        self.compression: CompressionArg = compression
         self.sizes = tuple(os.stat(path).st_size for path in self.paths)
         self.total_bytes = sum(self.sizes)
         self.on_skip = on_skip
@@ -180,7 +184,7 @@ class Scanner:
                 open_input(path, buffered=True) as file,
                 TFRecordReader(
                     file,
-                    compression=resolve_compression(path, "auto"),
+                    compression=self.compression,
                     on_error=self.on_error,
                     on_skip=self._skipped if self.on_error == "skip" else None,
                     max_record_bytes=self.max_record_bytes,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from codegen.dtypes import Wire
+from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.skips import OnError, SkippedSpan
 from codegen.tools.observe import KeyObservation, Observation
@@ -55,6 +56,7 @@ def collect_stats(
     sample: Sample | None = None,
     label: str = "stats",
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    compression: CompressionArg = "auto",
 ) -> Stats:
     """The statistics of every record of ``paths``; Ctrl-C ends the scan early (``interrupted``).
 
@@ -78,6 +80,7 @@ def collect_stats(
         progress=progress,
         label=label,
         max_record_bytes=max_record_bytes,
+        compression=compression,
     )
     stats = Stats(scanner.paths, scanner.sizes)
     if observation is not None:

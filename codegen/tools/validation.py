@@ -20,6 +20,7 @@ from codegen.errors import RecordError
 from codegen.generator.ir import FeatureIR
 from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
 from codegen.runtime.codec.wire import decode_bytes_list, decode_float_list, decode_int64_list
+from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.skips import SkippedSpan
 from codegen.tools.anomalies import (
@@ -556,6 +557,7 @@ def validate_files(
     progress: TextIO | None = None,
     strict: bool = False,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    compression: CompressionArg = "auto",
 ) -> Validation:
     """Check every record of ``paths`` against ``record``, handing each problem to ``on_problem``
     in file order, and return the counts, the keys the record does not read and, with
@@ -580,6 +582,7 @@ def validate_files(
         paths,
         on_skip=lambda span, index: report(span_problem(span, index)),
         progress=progress,
+        compression=compression,
         label="validate",
         max_record_bytes=max_record_bytes,
     )

@@ -21,7 +21,12 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_max_record_bytes, positive
+from codegen.cli.commands.options import (
+    add_compression,
+    add_max_record_bytes,
+    compression,
+    positive,
+)
 from codegen.errors import DataError, RecordError
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
@@ -44,11 +49,12 @@ NAME = "cat"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
+    add_compression(parser)
     parser.add_argument(
         "files",
         nargs="+",
         metavar="FILE_OR_GLOB",
-        help="TFRecord files or glob patterns (.gz/.zlib: compressed)",
+        help="TFRecord files or glob patterns (compression detected from the data)",
     )
     parser.add_argument("--schema", metavar="SCHEMA", help="decode the records with this schema")
     parser.add_argument(
@@ -212,6 +218,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         on_skip=report_span if skip else None,
         on_error=args.on_error,
         max_record_bytes=args.max_record_bytes,
+        compression=compression(args),
     )
     for batch in _window(scanner.batches(), args.skip, args.count):
         text = printer.batch(batch)

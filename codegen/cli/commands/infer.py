@@ -8,7 +8,12 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages, plural
-from codegen.cli.commands.options import add_max_record_bytes, positive
+from codegen.cli.commands.options import (
+    add_compression,
+    add_max_record_bytes,
+    compression,
+    positive,
+)
 from codegen.files import check_output, write_atomic
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
@@ -25,6 +30,7 @@ STDOUT_SCHEMA = "inferred.yaml"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
+    add_compression(parser)
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
     )
@@ -69,6 +75,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         label="infer",
         limit=args.limit,
         max_record_bytes=args.max_record_bytes,
+        compression=compression(args),
     )
     say.before = scanner.clear_progress
     try:

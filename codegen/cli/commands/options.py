@@ -4,7 +4,34 @@ from __future__ import annotations
 
 import argparse
 
+from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
+
+COMPRESSIONS: dict[str, CompressionArg] = {
+    "auto": "auto",
+    "none": None,
+    "gzip": "gzip",
+    "zlib": "zlib",
+}
+"""The values of ``--compression`` and the compression each means."""
+
+
+def add_compression(parser: argparse.ArgumentParser) -> None:
+    """The ``--compression`` option of a command that reads TFRecord files (``args.compression``
+    holds the library's value: ``"auto"``, ``None``, ``"gzip"`` or ``"zlib"``)."""
+    parser.add_argument(
+        "--compression",
+        choices=list(COMPRESSIONS),
+        default="auto",
+        type=str.lower,
+        help="how the files are compressed (default: auto, detected from each file's first bytes);"
+        " a declared compression the data contradicts is an error",
+    )
+
+
+def compression(args: argparse.Namespace) -> CompressionArg:
+    """The compression ``--compression`` asked for."""
+    return COMPRESSIONS[args.compression]
 
 
 def positive(text: str) -> int:

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_max_record_bytes
+from codegen.cli.commands.options import add_compression, add_max_record_bytes, compression
 from codegen.runtime.io.skips import SkipCounts, SkippedSpan
 from codegen.tools.scan import expand_inputs
 from codegen.tools.statistics import collect_stats, stats_json, stats_text
@@ -23,6 +23,7 @@ NAME = "stats"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
+    add_compression(parser)
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
     )
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         expand_inputs(args.files),
         progress=err,
         on_error=args.on_error,
+        compression=compression(args),
         on_skip=report_span if args.on_error == "skip" else None,
         max_record_bytes=args.max_record_bytes,
     )

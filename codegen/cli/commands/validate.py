@@ -15,7 +15,12 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_max_record_bytes, positive
+from codegen.cli.commands.options import (
+    add_compression,
+    add_max_record_bytes,
+    compression,
+    positive,
+)
 from codegen.tools.dynamic import load_record
 from codegen.tools.scan import expand_inputs
 from codegen.tools.validation import Problem, validate_files
@@ -26,6 +31,7 @@ NAME = "validate"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
+    add_compression(parser)
     parser.add_argument("schema", metavar="SCHEMA", help="the schema file")
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
@@ -70,6 +76,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         progress=err,
         strict=args.strict,
         max_record_bytes=args.max_record_bytes,
+        compression=compression(args),
     )
     if args.format == "json":
         document: dict[str, Json] = {

@@ -5,8 +5,8 @@ record of its part of the data once per epoch:
 
 * **Files**: paths, glob patterns (``"data/train-*.tfrecord.gz"``), ``write_dataset`` directories
   or their manifests, or a sequence of them (see :mod:`codegen.runtime.data.sources`); the files
-  are read in sorted order. ``compression="auto"`` picks by each file's suffix. A manifest's
-  writer schema is checked against the reader's record as ``read_dataset`` checks it
+  are read in sorted order. ``compression="auto"`` detects each file's from its first bytes. A
+  manifest's writer schema is checked against the reader's record as ``read_dataset`` checks it
   (``check_schema=False`` skips the check).
 * **Interleave**: ``interleave`` files are open at once and take turns, one record each; when one
   ends the next file takes its turn (``tf.data``'s ``interleave(cycle_length=...)``).

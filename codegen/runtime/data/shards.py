@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.data.manifest import (
@@ -40,7 +40,7 @@ from codegen.runtime.data.manifest import (
 )
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.data.store import ChecksummedInput, LocalStore
-from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.compression import Compression, CompressionArg
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.reader import (
@@ -106,11 +106,15 @@ def write_dataset(
     schema: SchemaInfo,
     shards: int | None = None,
     max_records_per_shard: int | None = None,
-    compression: Literal["gzip", "zlib"] | None = "gzip",
+    compression: CompressionArg = "auto",
     prefix: str | None = None,
     overwrite: bool = False,
 ) -> Manifest:
     """Writes serialized records as a sharded dataset with a manifest; returns the manifest.
+
+    ``compression`` is ``"auto"`` (the default, as for :func:`~codegen.runtime.io.writer.write_tfrecord`:
+    by the suffix the shards get, which for a dataset is gzip's ``.tfrecord.gz``), ``"gzip"``,
+    ``"zlib"`` (``.tfrecord.zlib``) or ``None`` (``.tfrecord``).
 
     ``shards`` fixes the number of shards (the payloads are collected first to split them evenly);
     ``max_records_per_shard`` streams, starting a new shard every so many records; with neither,
@@ -128,7 +132,7 @@ def write_dataset(
     check_count("max_records_per_shard", max_records_per_shard)
     if shards is not None and max_records_per_shard is not None:
         raise TfrGenError("give shards or max_records_per_shard, not both")
-    compression = check_compression(compression)
+    compression = check_compression("gzip" if compression == "auto" else compression)
     prefix = check_prefix(default_prefix(schema.record) if prefix is None else prefix)
     schema.record_schema()  # the manifest must hold a canonical form that matches its fingerprint
     store = LocalStore(os.fspath(directory))

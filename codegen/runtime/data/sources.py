@@ -25,7 +25,7 @@ from typing import Literal
 from codegen.errors import TfrGenError
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
-from codegen.runtime.io.compression import Compression, resolve_compression
+from codegen.runtime.io.compression import Compression, file_compression
 from codegen.runtime.io.indexed import INDEX_SUFFIX, read_index
 from codegen.runtime.io.reader import TFRecordReader
 
@@ -55,8 +55,8 @@ def find_sources(
 ) -> tuple[Source, ...]:
     """The files named by ``files``, sorted by path, without repeats (see the module docstring).
 
-    ``compression`` applies to TFRecord files named directly (``"auto"``: by suffix); a manifest's
-    shards have the manifest's. ``schema`` is the reader's; ``None`` checks no schema.
+    ``compression`` applies to TFRecord files named directly (``"auto"``: detected from each file's
+    first bytes); a manifest's shards have the manifest's. ``schema`` is the reader's; ``None`` checks no schema.
     """
     patterns = [files] if isinstance(files, str | os.PathLike) else list(files)
     if not patterns:
@@ -89,7 +89,7 @@ def find_sources(
                 for source in _manifest_sources(path, schema, check_schema):
                     found[source.path] = source  # a shard also matched by name keeps its count
             elif path not in found:
-                mode = resolve_compression(path, compression)
+                mode = file_compression(path, compression)
                 found[path] = Source(path, mode, _indexed_count(path, mode))
     return tuple(found[path] for path in sorted(found))
 

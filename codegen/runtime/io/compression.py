@@ -1,62 +1,167 @@
 """Compression of a whole TFRecord stream: ``"gzip"`` or ``"zlib"``, as
 ``tf.io.TFRecordOptions(compression_type=...)`` with ``"GZIP"`` or ``"ZLIB"``.
 
-:func:`resolve_compression` turns a compression argument (possibly ``"auto"``) into the one to
-use, :func:`compressor` makes the writer's compressor and :class:`InflatingSource` gives a
-reader the uncompressed bytes of a compressed file.
+Readers look at the data: :func:`detect_compression` tells a stream's compression from its first
+bytes and :func:`check_declared` refuses a declared compression the data contradicts. Writers go
+by the name: :func:`resolve_compression` turns a compression argument (possibly ``"auto"``) into
+the one to write, refusing one the file's suffix contradicts. :func:`compressor` makes the
+writer's compressor and :class:`InflatingSource` gives a reader the uncompressed bytes of a
+compressed file.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import zlib
-from typing import BinaryIO, Literal
+from typing import Literal, Protocol
 
 from codegen.errors import TfrGenError
+from codegen.runtime.io.framing import masked_crc
 
 __all__ = [
     "Compression",
     "CompressionArg",
     "CompressedStreamError",
+    "HEAD_SIZE",
     "InflatingSource",
+    "check_declared",
     "compressor",
+    "detect_compression",
+    "file_compression",
     "resolve_compression",
+    "suffix_compression",
 ]
 
 Compression = Literal["gzip", "zlib"] | None
 """How the record stream is compressed: ``None`` (not at all), ``"gzip"`` or ``"zlib"``."""
 
 CompressionArg = Compression | Literal["auto"]
-"""``None``, ``"gzip"``, ``"zlib"``, or ``"auto"`` (by the path's ``.gz``/``.zlib`` suffix)."""
+"""``None``, ``"gzip"``, ``"zlib"``, or ``"auto"`` (readers: detected from the data; writers: by the
+file name's suffix)."""
+
+HEAD_SIZE = 12
+"""How many first bytes of a stream :func:`detect_compression` looks at: one TFRecord header."""
 
 _WBITS: dict[str, int] = {"gzip": 16 + 15, "zlib": 15}  # zlib window bits (+16: gzip container)
 _COMPRESSED_CHUNK = 1 << 18  # compressed bytes fed to the decompressor at a time
 
 
+_SUFFIXES: dict[str, Compression] = {".gz": "gzip", ".zlib": "zlib", ".zz": "zlib"}
+
+
+def suffix_compression(path: str | os.PathLike[str] | None) -> tuple[str, Compression] | None:
+    """The compression suffix of ``path`` (case-insensitively: ``.gz`` is gzip, ``.zlib`` and
+    ``.zz`` are zlib) and the compression it names, or ``None`` for any other name or no path."""
+    if path is None:
+        return None
+    name = os.fspath(path).lower()
+    for suffix, compression in _SUFFIXES.items():
+        if name.endswith(suffix):
+            return suffix, compression
+    return None
+
+
+def _check_arg(compression: object) -> None:
+    if compression is not None and compression not in ("gzip", "zlib", "auto"):
+        raise TfrGenError(
+            f"unknown TFRecord compression {compression!r}; "
+            "expected one of None, 'gzip', 'zlib', 'auto'"
+        )
+
+
 def resolve_compression(
     path: str | os.PathLike[str] | None, compression: CompressionArg
 ) -> Compression:
-    """The compression to use for ``path``.
+    """The compression to write ``path`` with.
 
-    ``"auto"`` picks by the path's suffix (case-insensitively): ``.gz`` is gzip, ``.zlib`` is zlib,
-    anything else (and no path, as for a file object) is uncompressed. Any other value must be
-    ``None``, ``"gzip"`` or ``"zlib"`` and is returned as is; an unknown name raises
-    :class:`~codegen.errors.TfrGenError` (a ``ValueError``).
+    ``"auto"`` picks by the name's suffix (see :func:`suffix_compression`); any other name, and no
+    path (a file object), is uncompressed. An explicit ``None``, ``"gzip"`` or ``"zlib"`` is
+    returned as is, unless the name's suffix says otherwise (``compression=None`` for
+    ``x.tfrecord.gz``): :class:`~codegen.errors.TfrGenError` (a ``ValueError``) then, as for an
+    unknown name. A name without a compression suffix takes any compression.
     """
+    _check_arg(compression)
+    named = suffix_compression(path)
     if compression == "auto":
-        if path is None:
-            return None
-        name = os.fspath(path).lower()
-        if name.endswith(".gz"):
-            return "gzip"
-        if name.endswith(".zlib"):
-            return "zlib"
-        return None
-    if compression is None or compression == "gzip" or compression == "zlib":
-        return compression
+        return None if named is None else named[1]
+    if path is not None and named is not None and named[1] != compression:
+        suffix, implied = named
+        raise TfrGenError(
+            f"{os.fspath(path)}: the name ends in {suffix!r}, which says {implied}-compressed, but"
+            f" compression={compression!r}; pass compression={implied!r} or 'auto',"
+            " or name the file without that suffix"
+        )
+    return compression
+
+
+def _plain_header(head: bytes) -> bool:
+    """Whether ``head`` starts with an uncompressed TFRecord header whose length CRC holds."""
+    if len(head) < HEAD_SIZE:
+        return False
+    (crc,) = struct.unpack_from("<I", head, 8)
+    return bool(masked_crc(head[:8]) == crc)
+
+
+def _zlib_header(head: bytes) -> bool:
+    """Whether ``head`` starts as a zlib stream does (RFC 1950: deflate with a window of at most
+    32 KiB, no preset dictionary, header check bits) and the deflate data after it inflates."""
+    if len(head) < 2:
+        return False
+    cmf, flg = head[0], head[1]
+    if cmf & 0x0F != 8 or cmf >> 4 > 7 or flg & 0x20 or (cmf << 8 | flg) % 31:
+        return False
+    try:
+        zlib.decompressobj().decompress(head)
+    except zlib.error:
+        return False
+    return True
+
+
+def detect_compression(head: bytes) -> Compression:
+    """The compression of a stream whose first bytes are ``head`` (:data:`HEAD_SIZE` of them, or
+    the whole stream if shorter).
+
+    ``"gzip"`` if it starts with the gzip magic ``1f 8b``; ``"zlib"`` if it starts with a zlib
+    header, unless it is also a valid uncompressed TFRecord header (the length CRC holds: a
+    record's length whose first two bytes happen to form a zlib header); else ``None``.
+    """
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if _zlib_header(head) and not _plain_header(head):
+        return "zlib"
+    return None
+
+
+def file_compression(path: str, declared: CompressionArg = "auto") -> Compression:
+    """The compression to read the file at ``path`` with (see :func:`check_declared`)."""
+    with open(path, "rb") as file:
+        return check_declared(declared, file.read(HEAD_SIZE), path)
+
+
+def _describe(compression: Compression) -> str:
+    return "uncompressed" if compression is None else f"{compression}-compressed"
+
+
+def check_declared(declared: CompressionArg, head: bytes, where: str) -> Compression:
+    """The compression to read a stream starting with ``head`` with: the detected one for
+    ``"auto"``, else ``declared``, which the data must not contradict.
+
+    A contradiction raises :class:`~codegen.errors.TfrGenError` naming ``where`` (the file) and what
+    to pass instead ("this file is gzip-compressed; pass compression='gzip' or 'auto'"), rather
+    than failing later with a CRC or inflate error. An empty stream has any compression, and a
+    declared compression is kept for a stream that starts neither with its header nor with a valid
+    uncompressed TFRecord header (the reader reports it as a corrupt compressed stream).
+    """
+    _check_arg(declared)
+    detected = detect_compression(head)
+    if declared == "auto" or declared == detected:
+        return detected
+    if not head or (detected is None and not _plain_header(head)):
+        return declared  # neither plain framing nor a header: a corrupt stream, reported as such
     raise TfrGenError(
-        f"unknown TFRecord compression {compression!r}; "
-        "expected one of None, 'gzip', 'zlib', 'auto'"
+        f"{where}: this file is {_describe(detected)}; pass compression={detected!r} or 'auto'"
+        f" (it was read as {_describe(declared)})"
     )
 
 
@@ -69,10 +174,18 @@ class CompressedStreamError(Exception):
     """The compressed stream is corrupt or truncated (a reader reports it as a DataError)."""
 
 
+class Readable(Protocol):
+    """A source of bytes read in order."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` more bytes, ``b""`` at the end."""
+        ...
+
+
 class InflatingSource:
     """The uncompressed bytes of a zlib stream or of one or more concatenated gzip members."""
 
-    def __init__(self, file: BinaryIO, compression: Literal["gzip", "zlib"]) -> None:
+    def __init__(self, file: Readable, compression: Literal["gzip", "zlib"]) -> None:
         self._file = file
         self._name = compression
         self._wbits = _WBITS[compression]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import BinaryIO
 
-__all__ = ["PathLike", "open_input", "stream_name"]
+__all__ = ["PathLike", "Replay", "open_input", "read_head", "stream_name"]
 
 PathLike = str | os.PathLike[str]
 """A file path argument."""
@@ -28,3 +28,40 @@ def stream_name(stream: BinaryIO) -> str:
     """The name errors use for a caller's file object: its ``name`` if a path, else ``<stream>``."""
     name = getattr(stream, "name", None)
     return name if isinstance(name, str) else "<stream>"
+
+
+def read_head(file: BinaryIO, size: int) -> bytes:
+    """The next ``size`` bytes of ``file`` (fewer only at its end), for a look at how it starts."""
+    head = b""
+    while len(head) < size:
+        more = file.read(size - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+class Replay:
+    """A file's bytes again from ``head`` on: ``head`` (bytes already read from ``file``), then
+    the rest of ``file``; for readers that looked at a stream's first bytes before reading it."""
+
+    def __init__(self, head: bytes, file: BinaryIO) -> None:
+        self._head = head
+        self._file = file
+        self._readinto = getattr(file, "readinto", None)
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` more bytes (``b""`` at the end)."""
+        if self._head:
+            data, self._head = self._head[:size], self._head[size:]
+            return data
+        return self._file.read(size)
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fills the start of ``buffer`` with more bytes and returns how many (0 at the end)."""
+        if self._head or self._readinto is None:
+            data = self.read(len(buffer))
+            buffer[: len(data)] = data
+            return len(data)
+        count: int | None = self._readinto(buffer)
+        return 0 if count is None else count

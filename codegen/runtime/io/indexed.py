@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.files import check_output
-from codegen.runtime.io.compression import resolve_compression
+from codegen.runtime.io.compression import file_compression
 from codegen.runtime.io.files import PathLike, open_input
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
 from codegen.runtime.io.reader import TFRecordReader
@@ -81,7 +81,7 @@ class IndexInfo:
 
 
 def _uncompressed(path: str) -> None:
-    compression = resolve_compression(path, "auto")
+    compression = file_compression(path)
     if compression is not None:
         raise TfrGenError(
             f"{path}: a {compression}-compressed file cannot be indexed (its records can only be"

@@ -19,13 +19,14 @@ import codegen.runtime.accel as _accel
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.io import framing
 from codegen.runtime.io.compression import (
+    HEAD_SIZE,
     CompressedStreamError,
     Compression,
     CompressionArg,
     InflatingSource,
-    resolve_compression,
+    check_declared,
 )
-from codegen.runtime.io.files import PathLike, open_input, stream_name
+from codegen.runtime.io.files import PathLike, Replay, open_input, read_head, stream_name
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, Record, masked_crc
 from codegen.runtime.io.resync import Resync
 from codegen.runtime.io.skips import (
@@ -77,24 +78,6 @@ class _Source(Protocol):
         ...
 
 
-class _PlainSource:
-    """The bytes of an uncompressed file."""
-
-    def __init__(self, file: BinaryIO) -> None:
-        self._file = file
-        self._readinto = getattr(file, "readinto", None)
-
-    def readinto(self, buffer: memoryview) -> int:
-        if self._readinto is not None:
-            count: int | None = self._readinto(buffer)
-            if count is not None:
-                return count
-            return 0  # a non-blocking file without data: nothing more to read now
-        data = self._file.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
 def _new_buffer(size: int) -> Buffer:
     """A writable buffer of ``size`` bytes for the reader: from the accelerator's pool of large
     buffers when it is built (memory already paged in, given back when the last record viewing
@@ -107,9 +90,11 @@ class TFRecordReader:
 
     ``source`` is a path (opened here; closed by :meth:`close`, by the ``with`` block, or when
     iteration ends) or a binary file object (read from its current position, never closed).
-    ``compression`` is ``None``, ``"gzip"`` (one or more concatenated members), ``"zlib"`` or
-    ``"auto"`` (see :func:`~codegen.runtime.io.compression.resolve_compression`; uncompressed for
-    a file object).
+    ``compression`` is ``"auto"`` (the default: detected from the first bytes, whatever the name,
+    see :func:`~codegen.runtime.io.compression.detect_compression`), ``None``, ``"gzip"`` (one or
+    more concatenated members) or ``"zlib"``; a declared compression the data contradicts raises
+    :class:`~codegen.errors.TfrGenError` saying what the file is
+    (:func:`~codegen.runtime.io.compression.check_declared`).
     ``verify_crc=False`` skips both CRC checks, as TensorFlow can; truncation is still detected.
     ``max_record_bytes`` (default :data:`DEFAULT_MAX_RECORD_BYTES`, ``None`` for no limit) is the
     largest record accepted: a header that declares more is a :class:`DataError` (or, skipping, a
@@ -143,7 +128,7 @@ class TFRecordReader:
         self,
         source: PathLike | BinaryIO,
         *,
-        compression: CompressionArg = None,
+        compression: CompressionArg = "auto",
         verify_crc: bool = True,
         on_error: OnError = "raise",
         on_skip: OnSkip | None = None,
@@ -154,18 +139,22 @@ class TFRecordReader:
         self._file: BinaryIO
         if isinstance(source, str | os.PathLike):
             self.path: str = os.fspath(source)
-            self.compression: Compression = resolve_compression(source, compression)
             self._file = open_input(self.path)
             self._owns_file = True
         else:
             self.path = stream_name(source)
-            self.compression = resolve_compression(None, compression)
             self._file = source
             self._owns_file = False
+        try:
+            head = read_head(self._file, HEAD_SIZE)
+            self.compression: Compression = check_declared(compression, head, self.path)
+        except BaseException:
+            if self._owns_file:
+                self._file.close()
+            raise
+        replay = Replay(head, self._file)
         self._source: _Source = (
-            _PlainSource(self._file)
-            if self.compression is None
-            else InflatingSource(self._file, self.compression)
+            replay if self.compression is None else InflatingSource(replay, self.compression)
         )
         self._where = (
             "" if self.compression is None else f" (in the uncompressed {self.compression} stream)"
@@ -520,7 +509,7 @@ def read_decoded(
     path: PathLike,
     decode: Callable[[bytes], T],
     *,
-    compression: CompressionArg = None,
+    compression: CompressionArg = "auto",
     on_error: OnError = "raise",
     on_skip: OnSkip | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
@@ -534,11 +523,10 @@ def read_decoded(
     """
     on_error = check_on_error(on_error, on_skip, "read_tfrecord")
     check_max_record_bytes(max_record_bytes)
-    resolved = resolve_compression(path, compression)
     report = SkipReporter(on_skip, _log) if on_error == "skip" else None
     with _open_reader(
         path,
-        compression=resolved,
+        compression=compression,
         on_error=on_error,
         on_skip=report,
         max_record_bytes=max_record_bytes,

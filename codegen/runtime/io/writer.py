@@ -186,12 +186,16 @@ class TFRecordWriter:
     closes it. That also happens when a ``with`` block exits with an exception, so the object
     always ends with a complete stream of the records written.
 
-    ``compression`` is ``None``, ``"gzip"``, ``"zlib"`` or ``"auto"`` (see
-    :func:`~codegen.runtime.io.compression.resolve_compression`; ``"auto"`` means uncompressed for
-    a file object).
+    ``compression`` is ``"auto"`` (the default: by the name's suffix, ``.gz`` gzip, ``.zlib`` or
+    ``.zz`` zlib, otherwise and for a file object uncompressed), ``None``, ``"gzip"`` or ``"zlib"``;
+    one the name's suffix contradicts (``None`` for ``x.tfrecord.gz``) raises
+    :class:`~codegen.errors.TfrGenError` (see
+    :func:`~codegen.runtime.io.compression.resolve_compression`).
     """
 
-    def __init__(self, target: PathLike | BinaryIO, *, compression: CompressionArg = None) -> None:
+    def __init__(
+        self, target: PathLike | BinaryIO, *, compression: CompressionArg = "auto"
+    ) -> None:
         self._atomic: AtomicFile | None
         self._file: _Sink
         if isinstance(target, str | os.PathLike):

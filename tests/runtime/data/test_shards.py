@@ -5,6 +5,7 @@ datasets with ``on_error="skip"``."""
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import logging
 import os
@@ -24,9 +25,10 @@ from codegen.errors import DataError, SchemaMismatchError, TfrGenError
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, Manifest, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
-from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.compression import Compression, detect_compression
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.skips import SkipCounts, SkippedRecord, SkippedSpan
+from codegen.runtime.io.writer import write_tfrecord
 from support.framing import frame_offsets
 from support.messages import UNDECODABLE
 from support.modules import generate_module
@@ -509,3 +511,31 @@ def test_reader_policy_arguments_are_checked_at_once(
     write(v1, tmp_path, items(v1, 1))
     with pytest.raises(TfrGenError, match=re.escape(message)):
         read_dataset(tmp_path, v1.DatasetItem.decode, schema=info(v1), **options)
+
+
+@pytest.mark.parametrize(
+    ("compression", "suffix", "magic"),
+    [
+        ("auto", ".tfrecord.gz", "gzip"),
+        ("gzip", ".tfrecord.gz", "gzip"),
+        ("zlib", ".tfrecord.zlib", "zlib"),
+        (None, ".tfrecord", None),
+    ],
+)
+def test_auto_compression_writes_gzip_shards_named_for_it(
+    versions: dict[str, ModuleType],
+    tmp_path: Path,
+    compression: Any,
+    suffix: str,
+    magic: Compression,
+) -> None:
+    v1 = versions["dataset_v1"]
+    manifest = write(v1, tmp_path, items(v1, 3), compression=compression)
+    assert manifest.compression == magic and manifest.paths[0].endswith(suffix)
+    assert detect_compression(Path(manifest.paths[0]).read_bytes()[:12]) == magic
+    assert [r.id for r in read(v1, tmp_path)] == [0, 1, 2]
+
+
+def test_write_dataset_and_write_tfrecord_both_default_to_auto() -> None:
+    for function in (write_dataset, write_tfrecord):
+        assert inspect.signature(function).parameters["compression"].default == "auto"

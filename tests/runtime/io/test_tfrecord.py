@@ -332,8 +332,11 @@ def test_auto_compression_by_suffix(path: str | Path | None, expected: Compressi
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
-def test_explicit_compression_ignores_the_suffix(compression: Compression) -> None:
-    assert resolve_compression("a.gz", compression) == compression
+def test_explicit_compression_is_kept_for_a_name_without_a_compression_suffix(
+    compression: Compression,
+) -> None:
+    assert resolve_compression("a.tfrecord", compression) == compression
+    assert resolve_compression(None, compression) == compression
 
 
 def test_unknown_compression_lists_the_allowed_values() -> None:
