@@ -125,3 +125,13 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     from support.matrix import build_matrix
 
     return build_matrix(tmp_path_factory.mktemp("matrix"))
+
+
+@pytest.fixture(autouse=True)
+def _restore_deflate() -> Iterator[None]:
+    """A test that switches the deflate implementation (``use_deflate``) switches it for itself."""
+    from codegen.runtime.io.compression import use_deflate
+
+    before = use_deflate()
+    yield
+    use_deflate(before)

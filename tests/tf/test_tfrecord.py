@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from codegen.errors import DataError
-from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.compression import Compression, Deflate, use_deflate
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
 
@@ -42,21 +42,31 @@ def tf_read(tf: Any, path: Path, compression_type: str) -> list[bytes]:
     return [bytes(tensor.numpy()) for tensor in dataset]
 
 
+DEFLATES: list[Deflate] = ["isal", "zlib"]  # ISA-L (the default) and the standard library
+
+
+@pytest.mark.parametrize("deflate", DEFLATES)
 @pytest.mark.parametrize(("compression", "tf_type", "suffix"), KINDS, ids=KIND_IDS)
 def test_we_read_tensorflow_files(
-    tf: Any, tmp_path: Path, compression: Compression, tf_type: str, suffix: str
+    tf: Any, tmp_path: Path, compression: Compression, tf_type: str, suffix: str, deflate: Deflate
 ) -> None:
+    use_deflate(deflate)
     records = sample_records()
     path = tmp_path / f"tf{suffix}"
     tf_write(tf, path, records, tf_type)
     assert list(read_tfrecord(path, compression=compression)) == records
-    assert list(read_tfrecord(path)) == records  # "auto" by suffix
+    assert list(read_tfrecord(path)) == records  # "auto": detected
+    plain_name = tmp_path / "tf-any-compression.tfrecord"  # as many TensorFlow users name them
+    tf_write(tf, plain_name, records, tf_type)
+    assert list(read_tfrecord(plain_name)) == records
 
 
+@pytest.mark.parametrize("deflate", DEFLATES)
 @pytest.mark.parametrize(("compression", "tf_type", "suffix"), KINDS, ids=KIND_IDS)
 def test_tensorflow_reads_our_files(
-    tf: Any, tmp_path: Path, compression: Compression, tf_type: str, suffix: str
+    tf: Any, tmp_path: Path, compression: Compression, tf_type: str, suffix: str, deflate: Deflate
 ) -> None:
+    use_deflate(deflate)
     records = sample_records()
     path = tmp_path / f"ours{suffix}"
     write_tfrecord(path, records, compression=compression)

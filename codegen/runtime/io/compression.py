@@ -7,6 +7,11 @@ by the name: :func:`resolve_compression` turns a compression argument (possibly 
 the one to write, refusing one the file's suffix contradicts. :func:`compressor` makes the
 writer's compressor and :class:`InflatingSource` gives a reader the uncompressed bytes of a
 compressed file.
+
+Deflate runs through ISA-L (the ``isal`` package, a default dependency) when it is installed: its
+streams are standard gzip/zlib, several times faster to write and about twice as fast to read as
+the standard library's ``zlib``, which is the fallback (:func:`use_deflate` chooses;
+``TFR_GEN_STDLIB_DEFLATE=1`` in the environment starts with the standard library).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from types import ModuleType
 from typing import Literal, Protocol
 
 from codegen.errors import TfrGenError
@@ -23,6 +29,7 @@ __all__ = [
     "Compression",
     "CompressionArg",
     "CompressedStreamError",
+    "Deflate",
     "HEAD_SIZE",
     "InflatingSource",
     "check_declared",
@@ -31,6 +38,7 @@ __all__ = [
     "file_compression",
     "resolve_compression",
     "suffix_compression",
+    "use_deflate",
 ]
 
 Compression = Literal["gzip", "zlib"] | None
@@ -43,6 +51,40 @@ file name's suffix)."""
 HEAD_SIZE = 12
 """How many first bytes of a stream :func:`detect_compression` looks at: one TFRecord header."""
 
+Deflate = Literal["isal", "zlib"]
+"""An implementation of deflate: ISA-L (``isal``) or the standard library's ``zlib``."""
+
+
+def _load_isal() -> ModuleType | None:
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return None
+    return isal_zlib
+
+
+_ISAL = _load_isal()
+_deflate: ModuleType = (
+    zlib if _ISAL is None or os.environ.get("TFR_GEN_STDLIB_DEFLATE") == "1" else _ISAL
+)
+
+
+def use_deflate(name: Deflate | None = None) -> Deflate:
+    """The deflate implementation compressed streams go through; with ``name``, switch to it
+    first (``"isal"`` when ISA-L is not installed raises :class:`ImportError`)."""
+    global _deflate
+    if name == "isal":
+        if _ISAL is None:
+            raise ImportError("ISA-L deflate needs the isal package: pip install isal")
+        _deflate = _ISAL
+    elif name == "zlib":
+        _deflate = zlib
+    elif name is not None:
+        raise TfrGenError(f"unknown deflate implementation {name!r}; expected 'isal' or 'zlib'")
+    return "zlib" if _deflate is zlib else "isal"
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
 _WBITS: dict[str, int] = {"gzip": 16 + 15, "zlib": 15}  # zlib window bits (+16: gzip container)
 _COMPRESSED_CHUNK = 1 << 18  # compressed bytes fed to the decompressor at a time
 
@@ -126,7 +168,7 @@ def detect_compression(head: bytes) -> Compression:
     header, unless it is also a valid uncompressed TFRecord header (the length CRC holds: a
     record's length whose first two bytes happen to form a zlib header); else ``None``.
     """
-    if head[:2] == b"\x1f\x8b":
+    if head[:2] == _GZIP_MAGIC:
         return "gzip"
     if _zlib_header(head) and not _plain_header(head):
         return "zlib"
@@ -166,8 +208,12 @@ def check_declared(declared: CompressionArg, head: bytes, where: str) -> Compres
 
 
 def compressor(compression: Literal["gzip", "zlib"]) -> zlib._Compress:
-    """A compressor of a record stream in the format TensorFlow reads for ``compression``."""
-    return zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, _WBITS[compression])
+    """A compressor of a record stream in the format TensorFlow reads for ``compression``
+    (through the deflate of :func:`use_deflate`, at its default level)."""
+    compress: zlib._Compress = _deflate.compressobj(
+        _deflate.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, _WBITS[compression]
+    )
+    return compress
 
 
 class CompressedStreamError(Exception):
@@ -189,7 +235,8 @@ class InflatingSource:
         self._file = file
         self._name = compression
         self._wbits = _WBITS[compression]
-        self._inflater = zlib.decompressobj(self._wbits)
+        self._deflate = _deflate
+        self._inflater: zlib._Decompress = self._deflate.decompressobj(self._wbits)
         self._input = b""
         self._started = False
 
@@ -210,7 +257,11 @@ class InflatingSource:
                     return b""
                 if self._name != "gzip":
                     raise CompressedStreamError("corrupt zlib stream: data after its end")
-                self._inflater = zlib.decompressobj(self._wbits)  # the next gzip member
+                if not _GZIP_MAGIC.startswith(rest[:2]):
+                    raise CompressedStreamError(
+                        "corrupt gzip stream: data after the end of a member is not another member"
+                    )
+                self._inflater = self._deflate.decompressobj(self._wbits)  # the next gzip member
                 self._input = rest
             elif not self._input:
                 self._input = self._file.read(_COMPRESSED_CHUNK)
@@ -223,7 +274,7 @@ class InflatingSource:
                 self._started = True
             try:
                 out = self._inflater.decompress(self._input, size)
-            except zlib.error as exc:
+            except (zlib.error, self._deflate.error) as exc:
                 raise CompressedStreamError(f"corrupt {self._name} stream: {exc}") from None
             self._input = b"" if self._inflater.eof else self._inflater.unconsumed_tail
             if out:
