@@ -4,8 +4,9 @@ Each bar compares two rows of one workload in one run (medians): per-record ``en
 against protobuf, ``decode_batch`` and the ``Dataset`` against TensorFlow's batched pipeline, the
 ``Dataset`` against vahidk's loader and (over 4 shards) TensorFlow's best-practice pipeline, the
 single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), the
-writer against ``tf.io.TFRecordWriter``, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch``
-against per-record encoding, ``convert`` against a pyarrow baseline, and on the JPEG workload the
+writer against ``tf.io.TFRecordWriter``, gzip writing and reading through ISA-L against the
+standard library's zlib, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch`` against
+per-record encoding, ``convert`` against a pyarrow baseline, and on the JPEG workload the
 ``Dataset`` against TensorFlow's image pipeline (with the same pixels: the decoders agree exactly).
 """
 
@@ -16,9 +17,13 @@ from dataclasses import dataclass
 
 from benchmarks.contenders import (
     CLI_CONVERT,
+    GZIP_READ,
+    GZIP_WRITE,
     LIMIT,
     PROTOBUF_BUILD,
     PROTOBUF_PARSE,
+    STDLIB_GZIP_READ,
+    STDLIB_GZIP_WRITE,
     TF_BEST_PIPELINE,
     TF_IMAGE_PIPELINE,
     TF_PIPELINE,
@@ -62,6 +67,10 @@ REPORT_MEMORY_GROWTH = 1.25
 """Peak memory of that run at most this many times that over a file 16 times smaller."""
 REPORT_MEMORY_SLACK = 32_000_000
 """Bytes of peak memory the big run may add to that bound (allocator noise)."""
+GZIP_WRITE_VS_STDLIB = 4.0
+"""``write_tfrecord`` of a gzip file through ISA-L against the standard library's zlib, same records."""
+GZIP_READ_VS_STDLIB = 1.8
+"""Reading a gzip file's records through ISA-L against the standard library's zlib, same file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +118,8 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         (TFRGEN_DATASET, LIMIT, workload.limit_bar),
         (TFRGEN_DATASET, TF_IMAGE_PIPELINE, workload.image_bar),
         (TFRGEN_WRITE, TF_WRITE, WRITE_VS_TF),
+        (GZIP_WRITE, STDLIB_GZIP_WRITE, GZIP_WRITE_VS_STDLIB),
+        (GZIP_READ, STDLIB_GZIP_READ, GZIP_READ_VS_STDLIB),
         (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, TO_ARROW_VS_DECODE_BATCH),
         (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, ENCODE_BATCH_VS_CONSTRUCT),
         (TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE, ENCODE_BATCH_VS_ENCODE),

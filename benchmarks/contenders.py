@@ -46,11 +46,21 @@ from benchmarks.workloads import ROOT
 from codegen.cli import main as cli_main
 from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime import read_tfrecord, write_tfrecord
+from codegen.runtime.io.compression import Deflate, use_deflate
 from codegen.runtime.tf.parse import parse_specs
 
-Group = Literal["encode", "decode", "read", "write", "scan", "convert"]
+Group = Literal["encode", "decode", "read", "write", "gzip write", "gzip read", "scan", "convert"]
 
-GROUPS: tuple[Group, ...] = ("encode", "decode", "read", "write", "scan", "convert")
+GROUPS: tuple[Group, ...] = (
+    "encode",
+    "decode",
+    "read",
+    "write",
+    "gzip write",
+    "gzip read",
+    "scan",
+    "convert",
+)
 """The groups, in report order."""
 
 TFRGEN_ENCODE = "tfr-gen encode"
@@ -73,6 +83,12 @@ TFRGEN_RAW_READ = "tfr-gen runtime read_tfrecord (raw bytes)"
 VAHIDK_READ = "vahidk tfrecord_loader"
 TFRGEN_WRITE = "tfr-gen write_tfrecord"
 TF_WRITE = "TF TFRecordWriter"
+GZIP_WRITE = "tfr-gen write_tfrecord gzip (ISA-L)"
+STDLIB_GZIP_WRITE = "tfr-gen write_tfrecord gzip (stdlib zlib)"
+TF_GZIP_WRITE = "TF TFRecordWriter GZIP"
+GZIP_READ = "tfr-gen runtime read_tfrecord gzip (ISA-L, raw bytes)"
+STDLIB_GZIP_READ = "tfr-gen runtime read_tfrecord gzip (stdlib zlib, raw bytes)"
+TF_GZIP_READ = "TF TFRecordDataset GZIP .batch(1024) (raw bytes)"
 CLI_STATS = "tfr-gen stats FILE"
 CLI_CAT = "tfr-gen cat --format json FILE"
 CLI_INFER = "tfr-gen infer FILE"
@@ -86,6 +102,8 @@ BASELINES: dict[Group, str] = {
     "decode": PROTOBUF_PARSE,
     "read": TF_PIPELINE,
     "write": TF_WRITE,
+    "gzip write": STDLIB_GZIP_WRITE,
+    "gzip read": STDLIB_GZIP_READ,
     "scan": TFRGEN_RAW_READ,
     "convert": TF_PYARROW_PARQUET,
 }
@@ -112,6 +130,12 @@ NAMES: tuple[str, ...] = (
     VAHIDK_READ,
     TFRGEN_WRITE,
     TF_WRITE,
+    GZIP_WRITE,
+    STDLIB_GZIP_WRITE,
+    TF_GZIP_WRITE,
+    GZIP_READ,
+    STDLIB_GZIP_READ,
+    TF_GZIP_READ,
     CLI_STATS,
     CLI_CAT,
     CLI_INFER,
@@ -524,6 +548,69 @@ def _tf_write(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
     return run
 
 
+def _gzip_write(p: Prepared, scratch: Path, deflate: Deflate) -> Callable[[], Outcome]:
+    """``write_tfrecord`` to a ``.gz`` file with ``deflate`` (ISA-L or the standard library)."""
+    path, serialized = scratch / f"{p.workload.name}.{deflate}.tfrecord.gz", p.serialized
+
+    def run() -> Outcome:
+        before = use_deflate(deflate)
+        try:
+            return Outcome(write_tfrecord(path, serialized))
+        finally:
+            use_deflate(before)
+
+    return run
+
+
+def _tf_gzip_write(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
+    path, serialized = str(scratch / f"{p.workload.name}.tf.tfrecord.gz"), p.serialized
+    options = tf.io.TFRecordOptions(compression_type="GZIP")
+
+    def run() -> Outcome:
+        with tf.io.TFRecordWriter(path, options) as writer:
+            for data in serialized:
+                writer.write(data)
+        return Outcome(len(serialized))
+
+    return run
+
+
+def _gzip_file(p: Prepared, scratch: Path) -> Path:
+    """The workload's records in one gzip file (written once, by the standard library: the same
+    bytes whichever deflate reads them)."""
+    path = scratch / f"{p.workload.name}.read.tfrecord.gz"
+    if not path.exists():
+        before = use_deflate("zlib")
+        try:
+            write_tfrecord(path, p.serialized)
+        finally:
+            use_deflate(before)
+    return path
+
+
+def _gzip_read(p: Prepared, scratch: Path, deflate: Deflate) -> Callable[[], Outcome]:
+    path = _gzip_file(p, scratch)
+
+    def run() -> Outcome:
+        before = use_deflate(deflate)
+        try:
+            return Outcome(sum(1 for _ in read_tfrecord(path)))
+        finally:
+            use_deflate(before)
+
+    return run
+
+
+def _tf_gzip_read(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
+    path = str(_gzip_file(p, scratch))
+    dataset = tf.data.TFRecordDataset(path, compression_type="GZIP").batch(1024)
+
+    def run() -> Outcome:
+        return Outcome(sum(int(batch.shape[0]) for batch in dataset))
+
+    return run
+
+
 def _command(p: Prepared, *args: str) -> Callable[[], Outcome]:
     """``tfr-gen ARGS...`` in-process on the workload's file (``{file}``, ``{schema}`` and
     ``{record}`` in ``args`` are filled in), output to the null device; a failure stops the run."""
@@ -596,6 +683,12 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         vahidk,
         Contender(TFRGEN_WRITE, "write", _tfrgen_write(p, scratch)),
         with_tf(TF_WRITE, "write", lambda: _tf_write(p, tf, scratch)),
+        Contender(GZIP_WRITE, "gzip write", _gzip_write(p, scratch, "isal")),
+        Contender(STDLIB_GZIP_WRITE, "gzip write", _gzip_write(p, scratch, "zlib")),
+        with_tf(TF_GZIP_WRITE, "gzip write", lambda: _tf_gzip_write(p, tf, scratch)),
+        Contender(GZIP_READ, "gzip read", _gzip_read(p, scratch, "isal")),
+        Contender(STDLIB_GZIP_READ, "gzip read", _gzip_read(p, scratch, "zlib")),
+        with_tf(TF_GZIP_READ, "gzip read", lambda: _tf_gzip_read(p, tf, scratch)),
         Contender(CLI_STATS, "scan", _command(p, "stats", "{file}")),
         Contender(CLI_CAT, "scan", _command(p, "cat", "--format", "json", "{file}")),
         Contender(CLI_INFER, "scan", _command(p, "infer", "{file}")),
