@@ -76,6 +76,7 @@ IMPORTED_PACKAGES = frozenset(
         "codegen",
         "numpy",
         "crc32c",
+        "isal",
         "google",
         "tensorflow",
         "torch",

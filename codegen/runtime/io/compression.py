@@ -22,7 +22,7 @@ import zlib
 from types import ModuleType
 from typing import Literal, Protocol
 
-from codegen.errors import TfrGenError
+from codegen.errors import DataError, TfrGenError
 from codegen.runtime.io.framing import masked_crc
 
 __all__ = [
@@ -189,7 +189,7 @@ def check_declared(declared: CompressionArg, head: bytes, where: str) -> Compres
     """The compression to read a stream starting with ``head`` with: the detected one for
     ``"auto"``, else ``declared``, which the data must not contradict.
 
-    A contradiction raises :class:`~codegen.errors.TfrGenError` naming ``where`` (the file) and what
+    A contradiction raises :class:`~codegen.errors.DataError` naming ``where`` (the file) and what
     to pass instead ("this file is gzip-compressed; pass compression='gzip' or 'auto'"), rather
     than failing later with a CRC or inflate error. An empty stream has any compression, and a
     declared compression is kept for a stream that starts neither with its header nor with a valid
@@ -201,9 +201,12 @@ def check_declared(declared: CompressionArg, head: bytes, where: str) -> Compres
         return detected
     if not head or (detected is None and not _plain_header(head)):
         return declared  # neither plain framing nor a header: a corrupt stream, reported as such
-    raise TfrGenError(
-        f"{where}: this file is {_describe(detected)}; pass compression={detected!r} or 'auto'"
-        f" (it was read as {_describe(declared)})"
+    raise DataError(
+        f"this file is {_describe(detected)}; pass compression={detected!r} or 'auto'"
+        f" (it was read as {_describe(declared)})",
+        path=where,
+        index=0,
+        offset=0,
     )
 
 

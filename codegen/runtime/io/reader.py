@@ -94,7 +94,7 @@ class TFRecordReader:
     see :func:`~codegen.runtime.io.compression.detect_compression`), ``None``, ``"gzip"`` (one or
     more concatenated members) or ``"zlib"``; a declared compression the data contradicts raises
     :class:`~codegen.errors.TfrGenError` saying what the file is
-    (:func:`~codegen.runtime.io.compression.check_declared`).
+    (:func:`~codegen.runtime.io.compression.check_declared`), also with ``on_error="skip"``.
     ``verify_crc=False`` skips both CRC checks, as TensorFlow can; truncation is still detected.
     ``max_record_bytes`` (default :data:`DEFAULT_MAX_RECORD_BYTES`, ``None`` for no limit) is the
     largest record accepted: a header that declares more is a :class:`DataError` (or, skipping, a

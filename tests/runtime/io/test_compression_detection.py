@@ -65,7 +65,8 @@ def test_readers_go_by_the_data_not_the_name(
         with pytest.raises(TfrGenError) as caught:
             list(read_tfrecord(path, compression=declared))
         assert str(caught.value) == (
-            f"{path}: {mismatch(actual)} (it was read as {describe(declared)})"
+            f"{path}: record 0 at byte offset 0: {mismatch(actual)}"
+            f" (it was read as {describe(declared)})"
         )
         with path.open("rb") as file, pytest.raises(TfrGenError, match=mismatch(actual)):
             TFRecordReader(file, compression=declared)
