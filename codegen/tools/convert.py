@@ -38,6 +38,7 @@ from codegen.runtime.codec.batch import BatchCodec
 from codegen.runtime.data.manifest import load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.extras import optional_module
+from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter
 from codegen.tools.dynamic import DynamicRecord, select_record
 from codegen.tools.progress import Progress
@@ -88,14 +89,17 @@ class Converter:
         return self.record.batch_codec
 
 
-def _inputs(arguments: Sequence[str], converter: Converter) -> tuple[list[str], bytes | None]:
-    """The TFRecord files named (a dataset directory: its shards, after checking its schema), and the
-    manifest of a dataset as JSON."""
+def _inputs(
+    arguments: Sequence[str], converter: Converter, compression: CompressionArg
+) -> tuple[list[str], bytes | None, CompressionArg]:
+    """The TFRecord files named (a dataset directory: its shards, after checking its schema), the
+    manifest of a dataset as JSON, and the compression to read the files with (a dataset's shards:
+    its manifest's, as ``read_dataset`` reads them)."""
     if len(arguments) == 1 and os.path.isdir(arguments[0]):
         manifest = load_manifest(arguments[0])
         check_readable(manifest.schema, converter.info, source=arguments[0])
-        return list(manifest.paths), manifest.to_text().encode("utf-8")
-    return expand_inputs(arguments), None
+        return list(manifest.paths), manifest.to_text().encode("utf-8"), manifest.compression
+    return expand_inputs(arguments), None, compression
 
 
 def tfrecord_to_parquet(
@@ -105,17 +109,28 @@ def tfrecord_to_parquet(
     *,
     compression: str = "snappy",
     progress: TextIO | None = None,
+    tfrecord_compression: CompressionArg = "auto",
 ) -> Converted:
-    """Convert TFRecord files (paths, globs, or one dataset directory) to the Parquet file ``output``."""
+    """Convert TFRecord files (paths, globs, or one dataset directory) to the Parquet file ``output``.
+
+    ``compression`` is the Parquet codec; ``tfrecord_compression`` that of the TFRecord files named
+    (``"auto"``: detected per file from its first bytes; a dataset's shards have its manifest's).
+    """
     pa = optional_module("pyarrow", "tfr-gen convert")
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
-    paths, manifest = _inputs(inputs, converter)
+    paths, manifest, tfrecord_compression = _inputs(inputs, converter, tfrecord_compression)
     schema = arrow_schema(converter.arrow)
     if manifest is not None:
         schema = schema.with_metadata({**schema.metadata, MANIFEST: manifest})
     codec = converter.batch_codec
     records = 0
-    scanner = Scanner(paths, on_error="raise", progress=progress, label="convert")
+    scanner = Scanner(
+        paths,
+        on_error="raise",
+        progress=progress,
+        label="convert",
+        compression=tfrecord_compression,
+    )
     with AtomicFile(output) as sink:
         # pyarrow writes the temporary file through its own handle; leaving the block syncs and
         # renames it (or deletes it after an error).

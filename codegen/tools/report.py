@@ -49,6 +49,7 @@ import numpy as np
 from codegen.dtypes import Wire
 from codegen.errors import RecordError
 from codegen.generator.ir import FeatureIR
+from codegen.runtime.io.compression import CompressionArg
 from codegen.tools.anomalies import declared_keys
 from codegen.tools.drift import jensen_shannon, l_infinity
 from codegen.tools.dynamic import DynamicRecord
@@ -92,12 +93,14 @@ class Dataset:
     """Pictures of each image feature (by key), from the first records that decode."""
 
 
-def _thumbnails(record: DynamicRecord, paths: Sequence[str]) -> dict[str, list[str]]:
+def _thumbnails(
+    record: DynamicRecord, paths: Sequence[str], compression: CompressionArg
+) -> dict[str, list[str]]:
     images = [f for f in record.record.all_features if is_image(f)]
     pictures: dict[str, list[str]] = {f.key: [] for f in images}
     if not images:
         return pictures
-    with Scanner(paths, limit=THUMBNAILS * 16) as scanner:
+    with Scanner(paths, limit=THUMBNAILS * 16, compression=compression) as scanner:
         for item in scanner:
             try:
                 values = record.decode(item.data)
@@ -120,9 +123,11 @@ def collect_dataset(
     sample: int | float | None = None,
     seed: int = 0,
     progress: TextIO | None = None,
+    compression: CompressionArg = "auto",
 ) -> Dataset:
     """Scan ``paths`` (corrupt stretches passed over and counted); with ``record``, check them
-    against it as ``validate --strict`` does (a second pass, over every record)."""
+    against it as ``validate --strict`` does (a second pass, over every record). ``compression`` is
+    that of every file (``"auto"``: detected per file from its first bytes)."""
     observation = Observation(detailed=True)
     stats = collect_stats(
         paths,
@@ -131,16 +136,19 @@ def collect_dataset(
         observation=observation,
         sample=None if sample is None else Sample(sample, seed),
         label=name,
+        compression=compression,
     )
     dataset = Dataset(name, stats, None if sample is None else (sample, seed))
     if record is not None and not stats.interrupted:
-        dataset.thumbnails = _thumbnails(record, paths)
+        dataset.thumbnails = _thumbnails(record, paths, compression)
 
         def found(problem: Problem) -> None:
             if len(dataset.problems) < PROBLEMS:
                 dataset.problems.append(problem)
 
-        dataset.validation = validate_files(record, paths, found, progress=progress, strict=True)
+        dataset.validation = validate_files(
+            record, paths, found, progress=progress, strict=True, compression=compression
+        )
     return dataset
 
 

@@ -13,6 +13,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages
+from codegen.cli.commands.options import add_compression, compression
 from codegen.errors import MissingExtraError
 from codegen.tools.convert import Converter, parquet_to_tfrecord, tfrecord_to_parquet
 
@@ -22,6 +23,7 @@ _PARQUET = (".parquet", ".pq")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    add_compression(parser)
     parser.add_argument("schema", metavar="SCHEMA", help="the schema file of the records")
     parser.add_argument(
         "inputs",
@@ -68,16 +70,22 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"cannot tell the direction from {args.output!r}: name OUT .parquet, or give --to"
         )
         return EXIT_ERROR
+    if direction == "tfrecord" and args.compression != "auto":
+        say.error(
+            "--compression is how TFRecord input is compressed; the TFRecord output's compression"
+            " follows its name (.gz: gzip, .zlib or .zz: zlib, else none)"
+        )
+        return EXIT_ERROR
     try:
         converter = Converter(args.schema, args.record)
         if direction == "parquet":
-            compression = args.parquet_compression
             done = tfrecord_to_parquet(
                 converter,
                 args.inputs,
                 args.output,
-                compression="none" if compression == "none" else compression,
+                compression=args.parquet_compression,
                 progress=err,
+                tfrecord_compression=compression(args),
             )
         else:
             done = parquet_to_tfrecord(converter, args.inputs, args.output, progress=err)

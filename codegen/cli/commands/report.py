@@ -16,6 +16,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
+from codegen.cli.commands.options import add_compression, compression
 from codegen.files import write_atomic
 from codegen.tools.dynamic import load_record
 from codegen.tools.report import collect_dataset, drifted, report_json
@@ -46,6 +47,7 @@ def _threshold(text: str) -> float:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    add_compression(parser)
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
     )
@@ -121,7 +123,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     datasets = []
     for name, paths in groups:
         dataset = collect_dataset(
-            name, paths, record=record, sample=args.sample, seed=args.seed, progress=err
+            name,
+            paths,
+            record=record,
+            sample=args.sample,
+            seed=args.seed,
+            progress=err,
+            compression=compression(args),
         )
         datasets.append(dataset)
         if dataset.stats.interrupted:
