@@ -199,7 +199,7 @@ def test_records_survive_a_tfrecord_file(
     if not magic:  # uncompressed: the first record's length opens the file
         assert int.from_bytes(data[:8], "little") == len(records[0].encode())
     assert list(cls.read_tfrecord(path, compression=compression)) == records
-    assert list(cls.read_tfrecord(str(path), compression="auto")) == records  # by the suffix
+    assert list(cls.read_tfrecord(str(path), compression="auto")) == records  # detected
 
 
 def test_an_empty_tfrecord_file_has_no_records(tmp_path: Path) -> None:
