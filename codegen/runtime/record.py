@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, Unpack, cast, overload
+from typing import Any, BinaryIO, ClassVar, Generic, Protocol, Self, TypeVar, Unpack, cast, overload
 
 from codegen.errors import RecordError, TfrGenError
 from codegen.runtime.codec.arrow import ArrowSchema, arrow_schema, arrow_table, column_form
@@ -50,6 +50,7 @@ from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.indexed import IndexedRecords
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, read_decoded
 from codegen.runtime.io.skips import OnError, SkippedSpan
+from codegen.runtime.io.urls import StorageOptions
 from codegen.runtime.io.writer import write_tfrecord
 from codegen.runtime.tf import proto
 from codegen.runtime.tf.parse import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
@@ -316,27 +317,36 @@ class Record(Generic[B, P]):
         records: Iterable[Self] | B | Columns,
         *,
         compression: CompressionArg = "auto",
+        storage_options: StorageOptions | None = None,
     ) -> int:
         """Write records (one by one, or as columns: see :meth:`encode_batch`) to a TFRecord file (atomically);
         returns how many were written.
 
-        ``compression="auto"`` goes by the name (``.gz`` gzip, ``.zlib``/``.zz`` zlib, else none).
+        ``path`` is a local path or a URL (``s3://...``, written with ``storage_options``; the object appears only
+        when the writing succeeds). ``compression="auto"`` goes by the name (``.gz`` gzip, ``.zlib``/``.zz`` zlib,
+        else none).
         """
         return write_tfrecord(
-            path, cls._serialized(records, "write_tfrecord"), compression=compression
+            path,
+            cls._serialized(records, "write_tfrecord"),
+            compression=compression,
+            storage_options=storage_options,
         )
 
     @classmethod
     def read_tfrecord(
         cls,
-        path: PathLike,
+        path: PathLike | BinaryIO,
         *,
         compression: CompressionArg = "auto",
         on_error: OnError = "raise",
         on_skip: Callable[[SkippedSpan], None] | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        storage_options: StorageOptions | None = None,
     ) -> Iterator[Self]:
         """Read and decode every record of a TFRecord file, checking both CRCs of each.
+
+        ``path`` is a local path, a URL (``gs://...``, read with ``storage_options``) or an open binary file object.
 
         ``compression="auto"`` detects it from the data; a declared one the data contradicts raises
         :class:`~codegen.errors.TfrGenError`.
@@ -353,6 +363,7 @@ class Record(Generic[B, P]):
             on_error=on_error,
             on_skip=on_skip,
             max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
 
     @classmethod
@@ -366,10 +377,12 @@ class Record(Generic[B, P]):
         compression: CompressionArg = "auto",
         prefix: str | None = None,
         overwrite: bool = False,
+        storage_options: StorageOptions | None = None,
     ) -> Manifest:
         """Write records (one by one, or as columns: see :meth:`encode_batch`) as shards
         ``<prefix>-<write id>-00000-of-0000N.tfrecord[.gz]`` plus a manifest naming this schema;
-        publishing the manifest is the one commit (docs/datasets.md).
+        publishing the manifest is the one commit (docs/datasets.md). ``directory`` is a local path or a URL
+        (written with ``storage_options``).
 
         ``compression="auto"`` writes gzip shards, named ``.tfrecord.gz``.
         """
@@ -382,6 +395,7 @@ class Record(Generic[B, P]):
             compression=compression,
             prefix=prefix,
             overwrite=overwrite,
+            storage_options=storage_options,
         )
 
     @classmethod
@@ -394,8 +408,10 @@ class Record(Generic[B, P]):
         on_error: OnError = "raise",
         on_skip: Callable[[SkippedSpan], None] | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        storage_options: StorageOptions | None = None,
     ) -> Iterator[Self]:
-        """Read every shard of a dataset in order; refuse data whose schema this record cannot read.
+        """Read every shard of a dataset (a local directory or a URL, read with ``storage_options``) in order;
+        refuse data whose schema this record cannot read.
 
         ``on_error="skip"`` reads what it can of damaged shards and hands every corrupt stretch, unreadable shard
         and record that does not decode to ``on_skip`` (logged as warnings without it) instead of raising.
@@ -409,12 +425,19 @@ class Record(Generic[B, P]):
             on_error=on_error,
             on_skip=on_skip,
             max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
 
     @classmethod
-    def dataset_manifest(cls, directory: PathLike, *, prefix: str | None = None) -> Manifest:
+    def dataset_manifest(
+        cls,
+        directory: PathLike,
+        *,
+        prefix: str | None = None,
+        storage_options: StorageOptions | None = None,
+    ) -> Manifest:
         """The dataset's manifest: schema, shards, record counts and sizes (no scanning)."""
-        return load_manifest(directory, prefix)
+        return load_manifest(directory, prefix, storage_options=storage_options)
 
     @classmethod
     def indexed(cls, path: PathLike, *, index: PathLike | None = None) -> IndexedRecords[Self]:
@@ -460,7 +483,8 @@ class Record(Generic[B, P]):
         drop_remainder: bool = False,
         **options: Unpack[DatasetOptions],
     ) -> Dataset[B] | Dataset[Self]:
-        """Read many TFRecord files (paths or a glob) as batches (or records with ``batch_size=None``):
+        """Read many TFRecord files (paths, URLs or globs; ``storage_options`` for URLs) as batches (or records with
+        ``batch_size=None``):
         interleaved, shuffled with a seed, and sharded across DataLoader workers and ranks so each record is read
         once per epoch."""
         return record_dataset(

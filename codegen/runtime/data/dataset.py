@@ -3,7 +3,8 @@
 ``Record.dataset(files, batch_size=...)`` builds a :class:`Dataset`. Each pass over it reads every
 record of its part of the data once per epoch:
 
-* **Files**: paths, glob patterns (``"data/train-*.tfrecord.gz"``), ``write_dataset`` directories
+* **Files**: paths or URLs (``"s3://bucket/train-*.tfrecord.gz"``, reached with
+  ``storage_options``), glob patterns (``"data/train-*.tfrecord.gz"``), ``write_dataset`` directories
   or their manifests, or a sequence of them (see :mod:`codegen.runtime.data.sources`); the files
   are read in sorted order. ``compression="auto"`` detects each file's from its first bytes. A
   manifest's writer schema is checked against the reader's record as ``read_dataset`` checks it
@@ -76,6 +77,7 @@ from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.sources import Files, Source, count_records, find_sources
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression
+from codegen.runtime.io.files import file_size
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
@@ -87,6 +89,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
+from codegen.runtime.io.urls import StorageOptions
 
 if TYPE_CHECKING:
     from torch.utils.data import IterableDataset
@@ -146,6 +149,7 @@ class DatasetOptions(TypedDict, total=False):
     check_schema: bool
     count: bool
     equal_batches: EqualBatches | None
+    storage_options: StorageOptions | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +218,7 @@ class Dataset(Generic[T]):
         count: bool = False,
         equal_batches: EqualBatches | None = None,
         arrow_schema: Callable[[], Any] | None = None,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         if decode_batch is None:
             if batch_size is not None or drop_remainder:
@@ -235,10 +240,14 @@ class Dataset(Generic[T]):
             raise TfrGenError(
                 "Dataset: equal_batches already decides the last batch; leave out drop_remainder"
             )
-        self._sources = find_sources(files, compression, schema, check_schema=check_schema)
+        self._storage = storage_options
+        self._sources = find_sources(
+            files, compression, schema, check_schema=check_schema, storage_options=storage_options
+        )
         if count:
             self._sources = tuple(
-                Source(s.path, s.compression, count_records(s), s.size) for s in self._sources
+                Source(s.path, s.compression, count_records(s, storage_options), s.size)
+                for s in self._sources
             )
         self.files = tuple(source.path for source in self._sources)
         self._compressions = tuple(source.compression for source in self._sources)
@@ -397,7 +406,7 @@ class Dataset(Generic[T]):
     def _identity(self) -> dict[str, Any]:
         """What a state must agree with to be loaded: the data and the order's options."""
         if self._sizes is None:
-            self._sizes = tuple(_size(path) for path in self.files)
+            self._sizes = tuple(_size(path, self._storage) for path in self.files)
         return {
             "files": [
                 [os.path.basename(p), n] for p, n in zip(self.files, self._sizes, strict=True)
@@ -482,7 +491,7 @@ class Dataset(Generic[T]):
         elif resume.stop is not None:
             self._counter.set(resume.stop, slot)
         quota = self._quota(shard)
-        offsets = _Offsets(self.files, self._compressions)
+        offsets = _Offsets(self.files, self._compressions, self._storage)
         stop = -1 if resume.stop is None else resume.stop
         epoch, skip = resume.epoch, resume.consumed
         try:
@@ -739,7 +748,7 @@ class Dataset(Generic[T]):
         """
         path, compression = self.files[file], self._compressions[file]
         listed = self._listed_sizes[file]
-        size = None if listed is None else _size(path)
+        size = None if listed is None else _size(path, self._storage)
         if size != listed:
             changed = (
                 f"the shard has {size} bytes but its manifest lists {listed}: it was changed"
@@ -751,7 +760,7 @@ class Dataset(Generic[T]):
                 self._report(SkippedSpan(path, 0, size or 0, changed))
             return None
         if self.on_error == "raise":
-            return TFRecordReader(path, compression=compression)
+            return TFRecordReader(path, compression=compression, storage_options=self._storage)
         report = self._report
 
         def owned(span: SkippedSpan) -> None:
@@ -761,11 +770,17 @@ class Dataset(Generic[T]):
                 report(span)
 
         try:
-            reader = TFRecordReader(path, compression=compression, on_error="skip", on_skip=owned)
+            reader = TFRecordReader(
+                path,
+                compression=compression,
+                on_error="skip",
+                on_skip=owned,
+                storage_options=self._storage,
+            )
         except OSError as exc:
             if not self._quiet and (shared is None or file % shared.count == shared.index):
                 reason = f"cannot read the file: {exc.strerror or exc}"
-                report(SkippedSpan(path, 0, _size(path), reason))
+                report(SkippedSpan(path, 0, _size(path, self._storage), reason))
             return None
         return reader
 
@@ -775,9 +790,15 @@ class _Offsets:
     must be reported: one pass over its file (readable records only, as the dataset counts them)
     gives the offsets of all the file's records."""
 
-    def __init__(self, files: tuple[str, ...], compressions: tuple[Compression, ...]) -> None:
+    def __init__(
+        self,
+        files: tuple[str, ...],
+        compressions: tuple[Compression, ...],
+        storage_options: StorageOptions | None,
+    ) -> None:
         self._files = files
         self._compressions = compressions
+        self._storage = storage_options
         self._tables: dict[int, array[int]] = {}
 
     def of(self, file: int, index: int) -> int:
@@ -786,17 +807,19 @@ class _Offsets:
         if table is None:
             table = array("q")
             path, compression = self._files[file], self._compressions[file]
-            with TFRecordReader(path, compression=compression, on_error="skip") as reader:
+            with TFRecordReader(
+                path, compression=compression, on_error="skip", storage_options=self._storage
+            ) as reader:
                 for data in reader:
                     table.append(reader.offset - len(data) - FRAMING)
             self._tables[file] = table
         return table[index]
 
 
-def _size(path: str) -> int:
+def _size(path: str, storage_options: StorageOptions | None) -> int:
     """The size of the file at ``path``, or 0 when it cannot be found."""
     try:
-        return os.path.getsize(path)
+        return file_size(path, storage_options=storage_options)
     except OSError:
         return 0
 

@@ -21,9 +21,11 @@ from typing import Any
 
 from codegen.errors import TfrGenError
 from codegen.runtime.data.schemainfo import SchemaInfo
+from codegen.runtime.data.store import open_store
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import PathLike, open_input
-from codegen.runtime.io.writer import write_atomic
+from codegen.runtime.io.urls import StorageOptions
+from codegen.runtime.io.writer import write_file
 
 __all__ = [
     "EXTENSIONS",
@@ -179,19 +181,13 @@ def check_compression(compression: object) -> Compression:
     )
 
 
-def write_manifest(manifest: Manifest) -> None:
+def write_manifest(manifest: Manifest, *, storage_options: StorageOptions | None = None) -> None:
     """Writes ``manifest`` to its :attr:`~Manifest.path`, atomically (replacing an older one)."""
-    write_atomic(manifest.path, manifest.to_text())
+    write_file(manifest.path, manifest.to_text(), storage_options=storage_options)
 
 
-def _find_prefix(directory: str) -> str:
-    """The prefix of the only dataset in ``directory``."""
-    try:
-        names = os.listdir(directory)
-    except OSError as exc:
-        raise TfrGenError(
-            f"{directory}: cannot list the dataset directory: {exc.strerror or exc}"
-        ) from None
+def _find_prefix(directory: str, names: list[str]) -> str:
+    """The prefix of the only dataset in ``directory``, whose files are ``names``."""
     prefixes = sorted(n[: -len(MANIFEST_SUFFIX)] for n in names if n.endswith(MANIFEST_SUFFIX))
     if not prefixes:
         raise TfrGenError(f"{directory}: no dataset manifest (*{MANIFEST_SUFFIX}) in the directory")
@@ -216,18 +212,28 @@ def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
     return value
 
 
-def load_manifest(directory: PathLike, prefix: str | None = None) -> Manifest:
+def load_manifest(
+    directory: PathLike,
+    prefix: str | None = None,
+    *,
+    storage_options: StorageOptions | None = None,
+) -> Manifest:
     """The manifest of the dataset ``prefix`` in ``directory`` (without scanning its shards).
 
+    ``directory`` is a local path or a URL (an fsspec store, given ``storage_options``).
     ``prefix=None`` takes the only dataset in the directory. A missing or malformed manifest, or
     one whose canonical schema does not match its fingerprint, raises
     :class:`~codegen.errors.TfrGenError`.
     """
-    root = os.fspath(directory)
-    prefix = check_prefix(_find_prefix(root) if prefix is None else prefix)
-    path = os.path.join(root, prefix + MANIFEST_SUFFIX)
+    store = open_store(directory, storage_options)
+    root = store.directory
+    prefix = check_prefix(
+        _find_prefix(root, store.names(missing_ok=False)) if prefix is None else prefix
+    )
+    name = prefix + MANIFEST_SUFFIX
+    path = store.path(name)
     try:
-        with open_input(path) as file:
+        with open_input(path, storage_options=storage_options) as file:
             return parse_manifest(file.read(_MAX_MANIFEST_BYTES + 1), root, prefix, path)
     except FileNotFoundError:
         raise TfrGenError(

@@ -7,7 +7,8 @@ contiguous run.
 
 Writing follows the commit protocol of ``docs/datasets.md``: one writer at a time (a lock), shard
 names no other write produces, and the atomic publication of the manifest as the one commit;
-storage is reached through :class:`~codegen.runtime.data.store.LocalStore`. Reading reads exactly
+storage is reached through a :class:`~codegen.runtime.data.store.LocalStore` (a local directory)
+or :class:`~codegen.runtime.data.store.FsspecStore` (a URL; ``storage_options`` pass through). Reading reads exactly
 the shards the manifest names and checks each one's size, record count and crc32c against it, and
 the writer's schema against the reader's with
 :func:`~codegen.runtime.data.schemainfo.check_readable`; with ``on_error="skip"`` it reads what it
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import TypeVar
@@ -39,7 +39,7 @@ from codegen.runtime.data.manifest import (
     shard_name,
 )
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
-from codegen.runtime.data.store import ChecksummedInput, LocalStore
+from codegen.runtime.data.store import ChecksummedInput, Store, open_store
 from codegen.runtime.io.compression import Compression, CompressionArg
 from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.framing import FRAMING
@@ -56,6 +56,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
+from codegen.runtime.io.urls import StorageOptions
 from codegen.runtime.io.writer import TFRecordWriter
 
 __all__ = ["check_count", "read_dataset", "write_dataset"]
@@ -109,8 +110,12 @@ def write_dataset(
     compression: CompressionArg = "auto",
     prefix: str | None = None,
     overwrite: bool = False,
+    storage_options: StorageOptions | None = None,
 ) -> Manifest:
     """Writes serialized records as a sharded dataset with a manifest; returns the manifest.
+
+    ``directory`` is a local path or a URL (an fsspec store, given ``storage_options``; see
+    :mod:`codegen.runtime.io.urls`).
 
     ``compression`` is ``"auto"`` (the default, as for :func:`~codegen.runtime.io.writer.write_tfrecord`:
     by the suffix the shards get, which for a dataset is gzip's ``.tfrecord.gz``), ``"gzip"``,
@@ -135,7 +140,7 @@ def write_dataset(
     compression = check_compression("gzip" if compression == "auto" else compression)
     prefix = check_prefix(default_prefix(schema.record) if prefix is None else prefix)
     schema.record_schema()  # the manifest must hold a canonical form that matches its fingerprint
-    store = LocalStore(os.fspath(directory))
+    store = open_store(directory, storage_options)
     store.create_directory()
     write_id = new_write_id()
     with store.lock(prefix + LOCK_SUFFIX, {"write_id": write_id}):
@@ -171,7 +176,7 @@ COMMIT_HOOK: Callable[[str], None] = _commit_hook
 
 
 def _write_shards(
-    store: LocalStore,
+    store: Store,
     payloads: Iterable[bytes],
     prefix: str,
     write_id: str,
@@ -219,8 +224,11 @@ def read_dataset(
     on_error: OnError = "raise",
     on_skip: OnSkip | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    storage_options: StorageOptions | None = None,
 ) -> Iterator[T]:
     """The decoded records of a dataset, in order, checked against its manifest.
+
+    ``directory`` is a local path or a URL (an fsspec store, given ``storage_options``).
 
     ``prefix=None`` reads the dataset named after ``schema``'s record (as :func:`write_dataset`
     names it) if there is one, else the only dataset in the directory. With ``check_schema`` (the
@@ -247,22 +255,21 @@ def read_dataset(
     """
     on_error = check_on_error(on_error, on_skip, "read_dataset")
     check_max_record_bytes(max_record_bytes)
-    root = os.fspath(directory)
+    store = open_store(directory, storage_options)
     if prefix is None:
         named = default_prefix(schema.record)
-        prefix = named if os.path.exists(os.path.join(root, named + MANIFEST_SUFFIX)) else None
-    manifest = load_manifest(root, prefix)
+        prefix = named if named + MANIFEST_SUFFIX in store.names() else None
+    manifest = load_manifest(directory, prefix, storage_options=storage_options)
     if check_schema:
         check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
     if on_error == "raise":
-        return _records(manifest, decode, max_record_bytes)
-    return _skipping_records(manifest, decode, SkipReporter(on_skip, _log), max_record_bytes)
+        return _records(manifest, store, decode, max_record_bytes)
+    return _skipping_records(manifest, store, decode, SkipReporter(on_skip, _log), max_record_bytes)
 
 
-def _open_shard(manifest: Manifest, shard: ShardInfo) -> ChecksummedInput:
+def _open_shard(store: Store, shard: ShardInfo) -> ChecksummedInput:
     """The shard, opened to be read once and checksummed; a :class:`TfrGenError` if it cannot
     be."""
-    store = LocalStore(manifest.directory)
     try:
         return store.open_input(shard.file)
     except FileNotFoundError:
@@ -292,12 +299,12 @@ def _changed(path: str, shard: ShardInfo, file: ChecksummedInput) -> str | None:
 
 
 def _records(
-    manifest: Manifest, decode: Callable[[bytes], T], max_record_bytes: int | None
+    manifest: Manifest, store: Store, decode: Callable[[bytes], T], max_record_bytes: int | None
 ) -> Iterator[T]:
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
-        file = _open_shard(manifest, shard)
+        file = _open_shard(store, shard)
         with file:
-            size = os.fstat(file.fileno()).st_size
+            size = file.file_size()
             if size != shard.size:
                 raise TfrGenError(
                     f"{path}: the shard has {size} bytes but the manifest lists {shard.size}: it"
@@ -350,6 +357,7 @@ def _shard_records(
 
 def _skipping_records(
     manifest: Manifest,
+    store: Store,
     decode: Callable[[bytes], T],
     report: SkipReporter,
     max_record_bytes: int | None,
@@ -357,7 +365,7 @@ def _skipping_records(
     """The records :func:`read_dataset` yields with ``on_error="skip"``."""
     for shard, path in zip(manifest.shards, manifest.paths, strict=True):
         try:
-            file = _open_shard(manifest, shard)
+            file = _open_shard(store, shard)
         except TfrGenError as exc:
             report(SkippedSpan(path, 0, shard.size, str(exc).removeprefix(f"{path}: ")))
             continue
@@ -371,7 +379,7 @@ def _skipping_records(
                 max_record_bytes=max_record_bytes,
             ) as reader,
         ):
-            size = os.fstat(file.fileno()).st_size
+            size = file.file_size()
             if size != shard.size:
                 _log.warning(
                     "%s: the shard has %d bytes but the manifest lists %d; reading it all the same",

@@ -1,6 +1,8 @@
 """The files a :class:`~codegen.runtime.data.dataset.Dataset` reads, and what is known of them.
 
-A dataset's ``files`` name TFRecord files, ``write_dataset`` directories and their manifests:
+A dataset's ``files`` name TFRecord files, ``write_dataset`` directories and their manifests, as
+local paths or URLs (see :mod:`codegen.runtime.io.urls`; globs work on object stores too, and
+``storage_options`` pass through):
 
 * a **path** to a TFRecord file, or a **glob pattern** (``"data/train-*.tfrecord.gz"``); index files
   (``FILE.index``) a pattern matches are left out, and a manifest it matches counts as its dataset;
@@ -22,12 +24,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from fsspec.core import has_magic
+
 from codegen.errors import TfrGenError
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
+from codegen.runtime.data.store import open_store
 from codegen.runtime.io.compression import Compression, file_compression
 from codegen.runtime.io.indexed import INDEX_SUFFIX, read_index
 from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path
+from codegen.runtime.io.urls import glob as glob_url
 
 __all__ = ["Files", "Source", "count_records", "find_sources"]
 
@@ -52,18 +59,27 @@ def find_sources(
     schema: SchemaInfo | None,
     *,
     check_schema: bool = True,
+    storage_options: StorageOptions | None = None,
 ) -> tuple[Source, ...]:
     """The files named by ``files``, sorted by path, without repeats (see the module docstring).
 
     ``compression`` applies to TFRecord files named directly (``"auto"``: detected from each file's
     first bytes); a manifest's shards have the manifest's. ``schema`` is the reader's; ``None`` checks no schema.
+    URLs are reached with ``storage_options``.
     """
     patterns = [files] if isinstance(files, str | os.PathLike) else list(files)
     if not patterns:
         raise TfrGenError("Dataset: no files given")
     found: dict[str, Source] = {}
     for pattern in patterns:
-        name = os.fspath(pattern)
+        if is_url(pattern):
+            for source in _url_sources(
+                os.fspath(pattern), compression, schema, check_schema, storage_options
+            ):
+                if source.size is not None or source.path not in found:
+                    found[source.path] = source  # a shard also matched by name keeps its count
+            continue
+        name = local_path(pattern)
         if glob.has_magic(name):
             matches = [
                 path
@@ -94,20 +110,58 @@ def find_sources(
     return tuple(found[path] for path in sorted(found))
 
 
+def _url_sources(
+    url: str,
+    compression: Compression | Literal["auto"],
+    schema: SchemaInfo | None,
+    check_schema: bool,
+    storage_options: StorageOptions | None,
+) -> list[Source]:
+    """The sources ``url`` names: a glob, a dataset directory, a manifest or a file of a store."""
+    fs, path = filesystem(url, storage_options)
+    if has_magic(path):
+        matches = [m for m in glob_url(url, storage_options) if not m.endswith(INDEX_SUFFIX)]
+        if not matches:
+            raise TfrGenError(f"Dataset: no file matches {url!r}")
+    elif fs.isdir(path):
+        matches = [url]
+    elif not fs.isfile(path):
+        raise TfrGenError(f"Dataset: no such file {url!r}")
+    else:
+        matches = [url]
+    sources: list[Source] = []
+    for match in matches:
+        if match.endswith(MANIFEST_SUFFIX) or match == url and fs.isdir(path):
+            directory = match == url and fs.isdir(path)
+            sources.extend(
+                _manifest_sources(match, schema, check_schema, storage_options, directory)
+            )
+        else:
+            mode = file_compression(match, compression, storage_options=storage_options)
+            sources.append(Source(match, mode, None))
+    return sources
+
+
 def _manifest_sources(
-    path: str, schema: SchemaInfo | None, check_schema: bool
+    path: str,
+    schema: SchemaInfo | None,
+    check_schema: bool,
+    storage_options: StorageOptions | None = None,
+    directory_given: bool | None = None,
 ) -> tuple[Source, ...]:
     """The shards of the dataset in directory ``path``, or of the manifest file ``path``."""
-    if os.path.isdir(path):
+    if directory_given is None:
+        directory_given = os.path.isdir(path)
+    if directory_given:
         directory, prefix = path, None
         if schema is not None:
             named = default_prefix(schema.record)
-            if os.path.exists(os.path.join(path, named + MANIFEST_SUFFIX)):
+            if named + MANIFEST_SUFFIX in open_store(path, storage_options).names():
                 prefix = named
     else:
         directory = os.path.dirname(path) or "."
         prefix = os.path.basename(path)[: -len(MANIFEST_SUFFIX)]
-    manifest = load_manifest(directory, prefix)
+    manifest = load_manifest(directory, prefix, storage_options=storage_options)
     if check_schema and schema is not None:
         check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
     return tuple(
@@ -129,12 +183,17 @@ def _indexed_count(path: str, compression: Compression) -> int | None:
     return len(info.offsets) if current else None
 
 
-def count_records(source: Source) -> int:
+def count_records(source: Source, storage_options: StorageOptions | None = None) -> int:
     """The readable records of ``source`` (its known count, else found by reading it once)."""
     if source.records is not None:
         return source.records
     count = 0
-    with TFRecordReader(source.path, compression=source.compression, on_error="skip") as reader:
+    with TFRecordReader(
+        source.path,
+        compression=source.compression,
+        on_error="skip",
+        storage_options=storage_options,
+    ) as reader:
         for _ in reader:
             count += 1
     return count

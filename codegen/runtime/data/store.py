@@ -1,13 +1,15 @@
-"""Where the dataset commit protocol touches storage: one class, :class:`LocalStore`, for a
-directory of the local file system.
+"""Where the dataset commit protocol touches storage: :class:`LocalStore` for a directory of the
+local file system, :class:`FsspecStore` for a "directory" (a key prefix) of an object store reached
+through fsspec; :func:`open_store` picks one for a path or URL.
 
 The protocol (:mod:`~codegen.runtime.data.shards`) needs five things of a store, and nothing else:
 list the names in the dataset's directory, create a file exclusively (the writer's lock), write a
 file that appears whole under its name or not at all (shards; the manifest, whose publication is
 the commit), read a file, and remove files. An object store implements the same methods with its
-own primitives (see ``docs/datasets.md``): a conditional create for :meth:`LocalStore.lock`
-(S3 ``If-None-Match: *``, a GCS precondition ``ifGenerationMatch=0``) and a single PUT for
-:meth:`LocalStore.publish`.
+own primitives (see ``docs/datasets.md``): a conditional create for :meth:`FsspecStore.lock`
+(fsspec's mode ``"xb"``: S3 ``If-None-Match: *``, a GCS precondition ``ifGenerationMatch=0``) and
+an upload finished only at commit (:class:`~codegen.runtime.io.urls.ObjectFile`) for shards and
+:meth:`FsspecStore.publish`.
 
 Locally the lock is a file created with a hard link of a complete temporary file (so it never
 exists empty) that its writer holds with ``flock`` until it is removed: a lock that nobody holds
@@ -37,7 +39,8 @@ from codegen.files import (
     remove_stale_temporaries,
 )
 from codegen.runtime.io.files import open_input
-from codegen.runtime.io.writer import AtomicFile, fsync_directory, write_atomic
+from codegen.runtime.io.urls import ObjectFile, StorageOptions, filesystem, is_url, local_path
+from codegen.runtime.io.writer import AtomicFile, fsync_directory, write_atomic, write_file
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -47,7 +50,14 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["ChecksummedInput", "LocalStore", "WriterBusyError"]
+__all__ = [
+    "ChecksummedInput",
+    "FsspecStore",
+    "LocalStore",
+    "Store",
+    "WriterBusyError",
+    "open_store",
+]
 
 _NO_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
 
@@ -80,6 +90,13 @@ class ChecksummedInput(io.RawIOBase):
     def fileno(self) -> int:
         return self._file.fileno()
 
+    def file_size(self) -> int:
+        """The size of the whole file (as opened: a later change of the file is not seen)."""
+        size = getattr(self._file, "size", None)  # fsspec's file objects know it
+        if isinstance(size, int):
+            return size
+        return os.fstat(self._file.fileno()).st_size
+
     def close(self) -> None:
         self._file.close()
         super().close()
@@ -89,17 +106,22 @@ class LocalStore:
     """A dataset directory on the local file system."""
 
     def __init__(self, directory: str) -> None:
-        self.directory = directory
+        self.directory = local_path(directory)
 
     def path(self, name: str) -> str:
         """The path of the file ``name`` (as errors show it)."""
         return os.path.join(self.directory, name)
 
-    def names(self) -> list[str]:
-        """The names of the files in the directory (sorted; none if it does not exist)."""
+    def names(self, *, missing_ok: bool = True) -> list[str]:
+        """The names of the files in the directory (sorted; none if it does not exist and
+        ``missing_ok``, else :class:`TfrGenError`)."""
         try:
             return sorted(os.listdir(self.directory))
         except FileNotFoundError:
+            if not missing_ok:
+                raise TfrGenError(
+                    f"{self.directory}: cannot list the dataset directory: it does not exist"
+                ) from None
             return []
         except OSError as exc:
             raise TfrGenError(
@@ -255,3 +277,153 @@ class LocalStore:
             f"{path}: another writer is writing this dataset{who}; wait for it to finish"
             " (the lock goes away with its writer, even a killed one)"
         )
+
+
+class FsspecStore:
+    """A dataset "directory" of an object store (or any fsspec filesystem): the objects whose
+    keys start with ``<directory>/``.
+
+    Shards and the manifest are :class:`~codegen.runtime.io.urls.ObjectFile` uploads that appear
+    whole at their commit or not at all, so an interrupted write leaves no object under its name
+    and the previous manifest in place. The writer's lock is an object created with fsspec's
+    exclusive mode ``"xb"`` where the store offers a conditional create (S3 ``If-None-Match: *``,
+    GCS ``ifGenerationMatch=0``, the in-memory store); elsewhere it is created after a check that
+    it does not exist, which two writers starting in the same instant can both pass. An object
+    store cannot tell a live writer from a killed one: a lock stays until its writer removes it,
+    and :class:`WriterBusyError` names it so that it can be deleted once its writer is known to be
+    gone. Nothing needs syncing, and no temporary objects are ever made.
+    """
+
+    def __init__(self, directory: str, storage_options: StorageOptions | None = None) -> None:
+        self.directory = directory.rstrip("/")
+        self.storage_options = storage_options
+        self.fs, root = filesystem(self.directory, storage_options)
+        self._root = root.rstrip("/")
+
+    def path(self, name: str) -> str:
+        """The URL of the object ``name`` (as errors show it)."""
+        return f"{self.directory}/{name}"
+
+    def _key(self, name: str) -> str:
+        return f"{self._root}/{name}"
+
+    def names(self, *, missing_ok: bool = True) -> list[str]:
+        """The names of the objects in the directory (sorted), listed afresh; none if it has none
+        and ``missing_ok``, else :class:`TfrGenError`."""
+        self.fs.invalidate_cache(self._root)
+        try:
+            entries = self.fs.ls(self._root, detail=True)
+        except FileNotFoundError:
+            entries = []
+        except OSError as exc:
+            raise TfrGenError(
+                f"{self.directory}: cannot list the dataset directory: {exc}"
+            ) from None
+        if not entries and not missing_ok:
+            raise TfrGenError(
+                f"{self.directory}: cannot list the dataset directory: it holds no objects"
+            )
+        return sorted(
+            str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+            for entry in entries
+            if entry.get("type") == "file"
+        )
+
+    def create_directory(self) -> None:
+        """Creates the directory where the store has directories (a no-op on object stores)."""
+        self.fs.makedirs(self._root, exist_ok=True)
+
+    def open_input(self, name: str) -> ChecksummedInput:
+        """The object ``name``, open for one sequential read that checksums its bytes."""
+        return ChecksummedInput(open_input(self.path(name), storage_options=self.storage_options))
+
+    def read(self, name: str) -> bytes:
+        """The bytes of the object ``name`` (``FileNotFoundError`` if it is missing)."""
+        data: bytes = self.fs.cat_file(self._key(name))
+        return data
+
+    def create(self, name: str) -> ObjectFile:
+        """A new object ``name`` that appears whole when committed."""
+        return ObjectFile(self.path(name), self.storage_options)
+
+    def publish(self, name: str, data: bytes) -> None:
+        """Replaces (or creates) the object ``name`` with ``data`` in one upload."""
+        write_file(self.path(name), data, storage_options=self.storage_options)
+
+    def rename(self, old: str, new: str) -> None:
+        """Renames an object that no reader knows by either name yet (a copy and a delete on
+        object stores)."""
+        self.fs.mv(self._key(old), self._key(new))
+
+    def sync(self) -> None:
+        """Nothing to do: an object is durable once its upload is finished."""
+
+    def remove(self, names: list[str]) -> None:
+        """Removes the objects ``names`` (those already gone are no error)."""
+        for name in names:
+            try:
+                self.fs.rm_file(self._key(name))
+            except FileNotFoundError:
+                pass
+        if names:
+            self.fs.invalidate_cache(self._root)
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """None: an unfinished upload is never an object (the store may keep its parts until a
+        lifecycle rule removes them, S3's ``AbortIncompleteMultipartUpload``)."""
+        return []
+
+    @contextmanager
+    def lock(self, name: str, owner: dict[str, object]) -> Iterator[None]:
+        """Holds the lock object ``name`` (``owner`` as JSON, with the process id, host and time
+        added) while the block runs; :class:`WriterBusyError` if it exists."""
+        content = {**owner, "pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+        data = json.dumps(content).encode("utf-8")
+        key = self._key(name)
+        try:
+            with self.fs.open(key, "xb") as file:
+                file.write(data)
+        except FileExistsError:
+            self._busy(name)
+        except (NotImplementedError, ValueError):  # no conditional create: check, then create
+            if self.fs.exists(key):
+                self._busy(name)
+            self.fs.pipe_file(key, data)
+        try:
+            yield
+        finally:
+            self.remove([name])
+
+    def lock_held(self, name: str) -> bool:
+        """Whether the lock object ``name`` exists (a store cannot tell whether its writer lives)."""
+        self.fs.invalidate_cache(self._root)
+        return bool(self.fs.exists(self._key(name)))
+
+    def _busy(self, name: str) -> None:
+        """Raises :class:`WriterBusyError` describing the lock's holder."""
+        try:
+            owner = json.loads(self.read(name).decode("utf-8"))
+            since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(owner["since"])))
+            who = f" (write {owner['write_id']}, process {owner['pid']} on {owner['host']}, since {since})"
+        except (ValueError, KeyError, TypeError, OSError):
+            who = ""
+        raise WriterBusyError(
+            f"{self.path(name)}: another writer is writing this dataset{who}; wait for it to"
+            " finish (an object store cannot tell a killed writer: if that writer is gone, delete"
+            " the lock object)"
+        )
+
+
+Store = LocalStore | FsspecStore
+"""A dataset directory of some storage."""
+
+
+def open_store(
+    directory: str | os.PathLike[str], storage_options: StorageOptions | None = None
+) -> Store:
+    """The store of the dataset directory ``directory``: a :class:`FsspecStore` for a URL of an
+    fsspec store (with ``storage_options``), else a :class:`LocalStore` (a local path or a
+    ``file://`` URL)."""
+    if is_url(directory):
+        return FsspecStore(os.fspath(directory), storage_options)
+    return LocalStore(os.fspath(directory))

@@ -23,7 +23,9 @@ from types import ModuleType
 from typing import Literal, Protocol
 
 from codegen.errors import DataError, TfrGenError
+from codegen.runtime.io.files import open_input, read_head
 from codegen.runtime.io.framing import masked_crc
+from codegen.runtime.io.urls import StorageOptions
 
 __all__ = [
     "Compression",
@@ -175,10 +177,13 @@ def detect_compression(head: bytes) -> Compression:
     return None
 
 
-def file_compression(path: str, declared: CompressionArg = "auto") -> Compression:
-    """The compression to read the file at ``path`` with (see :func:`check_declared`)."""
-    with open(path, "rb") as file:
-        return check_declared(declared, file.read(HEAD_SIZE), path)
+def file_compression(
+    path: str, declared: CompressionArg = "auto", *, storage_options: StorageOptions | None = None
+) -> Compression:
+    """The compression to read the file at ``path`` (a path or URL) with (see
+    :func:`check_declared`)."""
+    with open_input(path, buffered=True, storage_options=storage_options) as file:
+        return check_declared(declared, read_head(file, HEAD_SIZE), path)
 
 
 def _describe(compression: Compression) -> str:

@@ -1,7 +1,9 @@
 """Where the I/O layer meets the file system for reading: the one function that opens a file's
 bytes (:func:`open_input`), and how files are named in arguments and errors.
 
-Files are written through :class:`~codegen.runtime.io.writer.AtomicFile`.
+A path is a local path, a ``file://`` URL (read as the local path it names) or a URL of any fsspec
+store (see :mod:`codegen.runtime.io.urls`). Files are written through
+:class:`~codegen.runtime.io.writer.AtomicFile` (local) or :class:`~codegen.runtime.io.urls.ObjectFile`.
 """
 
 from __future__ import annotations
@@ -9,19 +11,37 @@ from __future__ import annotations
 import os
 from typing import BinaryIO
 
-__all__ = ["PathLike", "Replay", "open_input", "read_head", "stream_name"]
+from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path, open_url
+
+__all__ = ["PathLike", "Replay", "file_size", "open_input", "read_head", "stream_name"]
 
 PathLike = str | os.PathLike[str]
-"""A file path argument."""
+"""A file path argument: a local path or a URL."""
 
 
-def open_input(path: PathLike, *, buffered: bool = False) -> BinaryIO:
+def open_input(
+    path: PathLike, *, buffered: bool = False, storage_options: StorageOptions | None = None
+) -> BinaryIO:
     """The file at ``path``, opened to read its bytes (``OSError`` when it cannot be).
 
-    Unbuffered by default, for readers that fill large buffers of their own with ``readinto``;
-    ``buffered`` for small reads at random positions.
+    A local path (or ``file://`` URL) is opened with ``open``: unbuffered by default, for readers
+    that fill large buffers of their own with ``readinto``; ``buffered`` for small reads at random
+    positions. A URL of another store is opened by fsspec with ``storage_options``
+    (:func:`~codegen.runtime.io.urls.open_url`); the file object it returns is seekable and has
+    ``readinto``.
     """
-    return open(path, "rb", buffering=-1 if buffered else 0)
+    if is_url(path):
+        return open_url(os.fspath(path), storage_options)
+    return open(local_path(path), "rb", buffering=-1 if buffered else 0)
+
+
+def file_size(path: PathLike, *, storage_options: StorageOptions | None = None) -> int:
+    """The size in bytes of the file at ``path`` (a path or URL; ``OSError`` when it cannot be
+    found)."""
+    if is_url(path):
+        fs, name = filesystem(os.fspath(path), storage_options)
+        return int(fs.size(name))
+    return os.path.getsize(local_path(path))
 
 
 def stream_name(stream: BinaryIO) -> str:

@@ -37,6 +37,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
+from codegen.runtime.io.urls import StorageOptions
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -88,7 +89,8 @@ def _new_buffer(size: int) -> Buffer:
 class TFRecordReader:
     """Iterates over the records of a TFRecord file, as ``bytes``.
 
-    ``source`` is a path (opened here; closed by :meth:`close`, by the ``with`` block, or when
+    ``source`` is a path or URL (opened here by :func:`~codegen.runtime.io.files.open_input`, with
+    ``storage_options`` for a URL; closed by :meth:`close`, by the ``with`` block, or when
     iteration ends) or a binary file object (read from its current position, never closed).
     ``compression`` is ``"auto"`` (the default: detected from the first bytes, whatever the name,
     see :func:`~codegen.runtime.io.compression.detect_compression`), ``None``, ``"gzip"`` (one or
@@ -133,13 +135,14 @@ class TFRecordReader:
         on_error: OnError = "raise",
         on_skip: OnSkip | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         check_on_error(on_error, on_skip, "TFRecordReader")
         self._max_record = check_max_record_bytes(max_record_bytes)
         self._file: BinaryIO
         if isinstance(source, str | os.PathLike):
             self.path: str = os.fspath(source)
-            self._file = open_input(self.path)
+            self._file = open_input(self.path, storage_options=storage_options)
             self._owns_file = True
         else:
             self.path = stream_name(source)
@@ -471,14 +474,16 @@ class TFRecordReader:
 
 
 def read_tfrecord(
-    path: PathLike,
+    path: PathLike | BinaryIO,
     *,
     compression: CompressionArg = "auto",
     verify_crc: bool = True,
     on_error: OnError = "raise",
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    storage_options: StorageOptions | None = None,
 ) -> Iterator[bytes]:
-    """The records of the TFRecord file at ``path`` (see :class:`TFRecordReader`).
+    """The records of the TFRecord file at ``path`` (a path, a URL read with ``storage_options``,
+    or an open binary file object; see :class:`TFRecordReader`).
 
     The file is opened when iteration starts and closed when it ends or the iterator is dropped;
     a file that cannot be opened raises :class:`~codegen.errors.TfrGenError` naming it.
@@ -490,32 +495,33 @@ def read_tfrecord(
         verify_crc=verify_crc,
         on_error=on_error,
         max_record_bytes=max_record_bytes,
+        storage_options=storage_options,
     ) as reader:
         yield from reader
 
 
-def _open_reader(path: PathLike, **options: Any) -> TFRecordReader:
+def _open_reader(path: PathLike | BinaryIO, **options: Any) -> TFRecordReader:
     """A :class:`TFRecordReader` of the file ``path``; :class:`TfrGenError` naming the file if it
     cannot be opened."""
     try:
         return TFRecordReader(path, **options)
     except OSError as exc:
-        raise TfrGenError(
-            f"{os.fspath(path)}: cannot read the file: {exc.strerror or exc}"
-        ) from None
+        name = os.fspath(path) if isinstance(path, str | os.PathLike) else stream_name(path)
+        raise TfrGenError(f"{name}: cannot read the file: {exc.strerror or exc}") from None
 
 
 def read_decoded(
-    path: PathLike,
+    path: PathLike | BinaryIO,
     decode: Callable[[bytes], T],
     *,
     compression: CompressionArg = "auto",
     on_error: OnError = "raise",
     on_skip: OnSkip | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    storage_options: StorageOptions | None = None,
 ) -> Iterator[T]:
-    """Decode every record of a TFRecord file; a record that does not decode is reported with its
-    file position.
+    """Decode every record of a TFRecord file (a path, a URL read with ``storage_options``, or an
+    open binary file object); a record that does not decode is reported with its file position.
 
     ``on_error="skip"`` skips corrupt or truncated stretches of the file and records whose CRCs
     pass but which do not decode (a :class:`~codegen.runtime.io.skips.SkippedRecord`), each handed
@@ -530,7 +536,9 @@ def read_decoded(
         on_error=on_error,
         on_skip=report,
         max_record_bytes=max_record_bytes,
+        storage_options=storage_options,
     ) as reader:
+        name = reader.path
         for data in reader:
             try:
                 record = decode(data)
@@ -539,12 +547,8 @@ def read_decoded(
                 offset = reader.offset - len(data) - FRAMING
                 if report is None:
                     raise DataError(
-                        str(exc), path=os.fspath(path), index=reader.index - 1, offset=offset
+                        str(exc), path=name, index=reader.index - 1, offset=offset
                     ) from exc
-                report(
-                    SkippedRecord(
-                        os.fspath(path), offset, len(data) + FRAMING, str(exc), reader.index - 1
-                    )
-                )
+                report(SkippedRecord(name, offset, len(data) + FRAMING, str(exc), reader.index - 1))
                 continue
             yield record

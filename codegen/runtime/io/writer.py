@@ -5,8 +5,11 @@ byte-compatible with TensorFlow's ``TFRecordWriter`` (:class:`TFRecordWriter`,
 Every file is written crash-safely: its bytes go to a hidden temporary file next to the target,
 which is synced to disk and renamed onto the target only when the writing finishes cleanly; on an
 error, or when the writer is dropped unfinished, the temporary file is deleted and the target is
-left as it was. The temporary files, their permissions and the errors that name the target come
-from :mod:`codegen.files`, whose :func:`~codegen.files.write_atomic` this module exports.
+left as it was. A URL of an object store is written through
+:class:`~codegen.runtime.io.urls.ObjectFile`: the object appears whole when the writing finishes
+cleanly, or not at all (:func:`open_output`, :func:`write_file`). The temporary files, their
+permissions and the errors that name the target come from :mod:`codegen.files`, whose
+:func:`~codegen.files.write_atomic` this module exports.
 """
 
 from __future__ import annotations
@@ -37,12 +40,16 @@ from codegen.runtime.io.compression import (
     resolve_compression,
 )
 from codegen.runtime.io.files import PathLike, stream_name
+from codegen.runtime.io.urls import ObjectFile, StorageOptions, is_url, local_path
 
 __all__ = [
     "AtomicFile",
+    "OutputFile",
     "TFRecordWriter",
     "fsync_directory",
+    "open_output",
     "write_atomic",
+    "write_file",
     "write_tfrecord",
 ]
 
@@ -159,6 +166,35 @@ class AtomicFile:
             self.commit()
 
 
+OutputFile = AtomicFile | ObjectFile
+"""A file being written that appears whole under its name on ``commit()``, or not at all."""
+
+
+def open_output(
+    path: PathLike, *, storage_options: StorageOptions | None = None, clean: bool = True
+) -> OutputFile:
+    """A new file for ``path`` that appears whole on ``commit()`` or not at all: an
+    :class:`AtomicFile` for a local path (or ``file://`` URL; ``clean`` as there), an
+    :class:`~codegen.runtime.io.urls.ObjectFile` for a URL of another store (with
+    ``storage_options``)."""
+    if is_url(path):
+        return ObjectFile(os.fspath(path), storage_options)
+    return AtomicFile(local_path(path), clean=clean)
+
+
+def write_file(
+    path: PathLike, data: bytes | str, *, storage_options: StorageOptions | None = None
+) -> None:
+    """Replaces (or creates) the file or object at ``path`` with ``data`` (text as UTF-8) in one
+    step: :func:`write_atomic` for a local path, one committed
+    :class:`~codegen.runtime.io.urls.ObjectFile` for a URL."""
+    if not is_url(path):
+        write_atomic(local_path(path), data)
+        return
+    with ObjectFile(os.fspath(path), storage_options) as file:
+        file.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
 class _Sink(Protocol):
     """Where a :class:`TFRecordWriter` puts its bytes: an :class:`AtomicFile` or a caller's file."""
 
@@ -170,12 +206,13 @@ class _Sink(Protocol):
 class TFRecordWriter:
     """Writes records to a TFRecord file, framed and compressed exactly as TensorFlow reads them.
 
-    ``target`` is a path or a binary file object.
+    ``target`` is a path, a URL (written with ``storage_options``) or a binary file object.
 
-    For a path the writer is crash-safe: records go to an :class:`AtomicFile`, which a clean
+    For a path or URL the writer is crash-safe: records go to an :class:`AtomicFile` (or an
+    :class:`~codegen.runtime.io.urls.ObjectFile`, see :func:`open_output`), which a clean
     :meth:`close` commits onto ``target`` (replacing an existing file). If a ``with`` block exits
     with an exception, or the writer is garbage collected without being closed, the temporary
-    file is deleted and nothing appears under ``target``.
+    file is deleted (the upload aborted) and nothing appears under ``target``.
 
     :meth:`write` appends one record, :meth:`write_many` any number (a list or tuple is framed in
     one call per chunk); either way records are framed in batches, by
@@ -194,14 +231,18 @@ class TFRecordWriter:
     """
 
     def __init__(
-        self, target: PathLike | BinaryIO, *, compression: CompressionArg = "auto"
+        self,
+        target: PathLike | BinaryIO,
+        *,
+        compression: CompressionArg = "auto",
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        self._atomic: AtomicFile | None
+        self._atomic: OutputFile | None
         self._file: _Sink
         if isinstance(target, str | os.PathLike):
             self.path: str = os.fspath(target)
             self.compression: Compression = resolve_compression(target, compression)
-            self._atomic = self._file = AtomicFile(self.path)
+            self._atomic = self._file = open_output(self.path, storage_options=storage_options)
         else:
             self.path = stream_name(target)
             self.compression = resolve_compression(None, compression)
@@ -348,12 +389,17 @@ class TFRecordWriter:
 
 
 def write_tfrecord(
-    path: PathLike, records: Iterable[bytes], *, compression: CompressionArg = "auto"
+    path: PathLike,
+    records: Iterable[bytes],
+    *,
+    compression: CompressionArg = "auto",
+    storage_options: StorageOptions | None = None,
 ) -> int:
-    """Writes ``records`` to ``path`` crash-safely (see :class:`TFRecordWriter`); returns the count.
+    """Writes ``records`` to ``path`` (a path or a URL written with ``storage_options``)
+    crash-safely (see :class:`TFRecordWriter`); returns the count.
 
     If iterating ``records`` raises, no file appears under ``path``.
     """
-    with TFRecordWriter(path, compression=compression) as writer:
+    with TFRecordWriter(path, compression=compression, storage_options=storage_options) as writer:
         writer.write_many(records)
     return writer.records_written
