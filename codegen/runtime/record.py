@@ -440,10 +440,16 @@ class Record(Generic[B, P]):
         return load_manifest(directory, prefix, storage_options=storage_options)
 
     @classmethod
-    def indexed(cls, path: PathLike, *, index: PathLike | None = None) -> IndexedRecords[Self]:
-        """Random access to an uncompressed TFRecord file: ``len()`` and ``records[i]``, by its index
-        (``tfr-gen index``), or by a scan when it has none."""
-        return IndexedRecords(path, cls.decode, index=index)
+    def indexed(
+        cls,
+        path: PathLike,
+        *,
+        index: PathLike | None = None,
+        storage_options: StorageOptions | None = None,
+    ) -> IndexedRecords[Self]:
+        """Random access to an uncompressed TFRecord file (a path or URL): ``len()`` and ``records[i]``, by its
+        index (``tfr-gen index``), or by a scan when it has none."""
+        return IndexedRecords(path, cls.decode, index=index, storage_options=storage_options)
 
     @classmethod
     def random_access(cls, files: Files, *, check_schema: bool = True) -> RandomAccess[Self]:

@@ -9,11 +9,21 @@ store (see :mod:`codegen.runtime.io.urls`). Files are written through
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path, open_url
 
-__all__ = ["PathLike", "Replay", "file_size", "open_input", "read_head", "stream_name"]
+__all__ = [
+    "FileStat",
+    "PathLike",
+    "Replay",
+    "file_size",
+    "open_input",
+    "read_head",
+    "stat_file",
+    "stream_name",
+]
 
 PathLike = str | os.PathLike[str]
 """A file path argument: a local path or a URL."""
@@ -42,6 +52,30 @@ def file_size(path: PathLike, *, storage_options: StorageOptions | None = None) 
         fs, name = filesystem(os.fspath(path), storage_options)
         return int(fs.size(name))
     return os.path.getsize(local_path(path))
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """What identifies a version of a file: its size and modification time (as ``os.stat_result``
+    names them)."""
+
+    st_size: int
+    st_mtime_ns: int
+
+
+def stat_file(path: PathLike, *, storage_options: StorageOptions | None = None) -> FileStat:
+    """The size and modification time of the file at ``path`` (a path or URL; ``OSError`` when it
+    cannot be found). A store that keeps no modification time gives 0."""
+    if not is_url(path):
+        stat = os.stat(local_path(path))
+        return FileStat(stat.st_size, stat.st_mtime_ns)
+    fs, name = filesystem(os.fspath(path), storage_options)
+    size = int(fs.size(name))
+    try:
+        modified = fs.modified(name)
+    except (NotImplementedError, KeyError, AttributeError):
+        return FileStat(size, 0)
+    return FileStat(size, int(modified.timestamp() * 1e9))
 
 
 def stream_name(stream: BinaryIO) -> str:

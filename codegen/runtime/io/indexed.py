@@ -42,10 +42,11 @@ from numpy.typing import NDArray
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.files import check_output
 from codegen.runtime.io.compression import file_compression
-from codegen.runtime.io.files import PathLike, open_input
+from codegen.runtime.io.files import FileStat, PathLike, open_input, stat_file
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
 from codegen.runtime.io.reader import TFRecordReader
-from codegen.runtime.io.writer import write_atomic
+from codegen.runtime.io.urls import StorageOptions, is_url, local_path
+from codegen.runtime.io.writer import write_file
 
 __all__ = [
     "INDEX_SUFFIX",
@@ -75,13 +76,13 @@ class IndexInfo:
     size: int
     mtime_ns: int
 
-    def matches(self, stat: os.stat_result) -> bool:
+    def matches(self, stat: os.stat_result | FileStat) -> bool:
         """Whether the file described by ``stat`` is still the one indexed."""
         return stat.st_size == self.size and stat.st_mtime_ns == self.mtime_ns
 
 
-def _uncompressed(path: str) -> None:
-    compression = file_compression(path)
+def _uncompressed(path: str, storage_options: StorageOptions | None) -> None:
+    compression = file_compression(path, storage_options=storage_options)
     if compression is not None:
         raise TfrGenError(
             f"{path}: a {compression}-compressed file cannot be indexed (its records can only be"
@@ -90,20 +91,21 @@ def _uncompressed(path: str) -> None:
         )
 
 
-def scan_offsets(path: PathLike) -> IndexInfo:
-    """The offsets of every record of the uncompressed file at ``path``, found by reading it.
+def scan_offsets(path: PathLike, *, storage_options: StorageOptions | None = None) -> IndexInfo:
+    """The offsets of every record of the uncompressed file at ``path`` (a path or URL), found by
+    reading it.
 
     :class:`~codegen.errors.DataError` for a corrupt or truncated file; :class:`TfrGenError` for a
     compressed one, or one that changes while it is read.
     """
     name = os.fspath(path)
-    _uncompressed(name)
-    before = os.stat(name)
+    _uncompressed(name, storage_options)
+    before = stat_file(name, storage_options=storage_options)
     offsets: list[int] = []
-    with TFRecordReader(name) as reader:
+    with TFRecordReader(name, storage_options=storage_options) as reader:
         for data in reader:
             offsets.append(reader.offset - len(data) - FRAMING)
-    after = os.stat(name)
+    after = stat_file(name, storage_options=storage_options)
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise TfrGenError(f"{name}: the file changed while it was being indexed; try again")
     return IndexInfo(np.array(offsets, dtype=np.uint64), before.st_size, before.st_mtime_ns)
@@ -118,25 +120,32 @@ def index_bytes(info: IndexInfo) -> bytes:
     return MAGIC + struct.pack("<II", VERSION, crc32c.crc32c(body)) + body
 
 
-def write_index(path: PathLike, index: PathLike | None = None) -> IndexInfo:
-    """Index the uncompressed TFRecord file at ``path`` into ``index`` (default ``path.index``).
+def write_index(
+    path: PathLike,
+    index: PathLike | None = None,
+    *,
+    storage_options: StorageOptions | None = None,
+) -> IndexInfo:
+    """Index the uncompressed TFRecord file at ``path`` into ``index`` (default ``path.index``);
+    either may be a URL (reached with ``storage_options``).
 
     The index file is replaced atomically, with the umask's permissions. Errors as
-    :func:`scan_offsets`, and an ``OSError`` naming the index when it cannot be written there
+    :func:`scan_offsets`, and an ``OSError`` naming a local index when it cannot be written there
     (checked before the file is read).
     """
     name = os.fspath(path)
     target = os.fspath(index) if index is not None else name + INDEX_SUFFIX
-    check_output(target)  # before the scan: an index that cannot be written is the error
-    info = scan_offsets(name)
-    write_atomic(target, index_bytes(info))
+    if not is_url(target):
+        check_output(local_path(target))  # before the scan: an index that cannot be written
+    info = scan_offsets(name, storage_options=storage_options)
+    write_file(target, index_bytes(info), storage_options=storage_options)
     return info
 
 
-def read_index(index: PathLike) -> IndexInfo:
+def read_index(index: PathLike, *, storage_options: StorageOptions | None = None) -> IndexInfo:
     """The contents of an index file; :class:`TfrGenError` naming what is wrong with it."""
     name = os.fspath(index)
-    with open_input(name) as file:
+    with open_input(name, buffered=True, storage_options=storage_options) as file:
         data = file.read()
     if len(data) < _HEADER.size or data[:8] != MAGIC:
         raise TfrGenError(f"{name}: not a tfr-gen index file (it does not start with {MAGIC!r})")
@@ -187,16 +196,27 @@ class IndexedReader:
     several threads. Close the reader (or use ``with``) to close the file.
     """
 
-    def __init__(self, path: PathLike, *, index: PathLike | None = None) -> None:
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        index: PathLike | None = None,
+        storage_options: StorageOptions | None = None,
+    ) -> None:
         self.path = os.fspath(path)
-        _uncompressed(self.path)
-        self._file = open_input(self.path, buffered=True)
+        self._storage = storage_options
+        _uncompressed(self.path, storage_options)
+        self._file = open_input(self.path, buffered=True, storage_options=storage_options)
         try:
-            stat = os.fstat(self._file.fileno())
+            stat: os.stat_result | FileStat = (
+                stat_file(self.path, storage_options=storage_options)
+                if is_url(self.path)
+                else os.fstat(self._file.fileno())
+            )
             self.index_path: str | None
             if index is not None:
                 self.index_path = os.fspath(index)
-                info = read_index(self.index_path)
+                info = read_index(self.index_path, storage_options=storage_options)
                 if not info.matches(stat):
                     raise TfrGenError(
                         f"{self.index_path}: stale index of {self.path}: it was built for"
@@ -213,19 +233,18 @@ class IndexedReader:
         self._size = info.size
         self._lock = threading.Lock()
 
-    def _default_index(self, stat: os.stat_result) -> IndexInfo:
+    def _default_index(self, stat: os.stat_result | FileStat) -> IndexInfo:
         """``path.index`` when valid and current, else the offsets found by a scan."""
         candidate = self.path + INDEX_SUFFIX
         self.index_path = None
-        if os.path.exists(candidate):
-            try:
-                info = read_index(candidate)
-            except TfrGenError:
-                info = None
-            if info is not None and info.matches(stat):
-                self.index_path = candidate
-                return info
-        return scan_offsets(self.path)
+        try:
+            info = read_index(candidate, storage_options=self._storage)
+        except (OSError, TfrGenError):
+            info = None
+        if info is not None and info.matches(stat):
+            self.index_path = candidate
+            return info
+        return scan_offsets(self.path, storage_options=self._storage)
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -351,8 +370,9 @@ class IndexedRecords(Generic[T]):
         decode: Callable[[bytes], T],
         *,
         index: PathLike | None = None,
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        self.reader = IndexedReader(path, index=index)
+        self.reader = IndexedReader(path, index=index, storage_options=storage_options)
         self._decode = decode
 
     def __len__(self) -> int:
