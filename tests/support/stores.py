@@ -104,10 +104,6 @@ class ObjectLocalFileSystem(LocalFileSystem):  # type: ignore[misc]
 
     protocol = ("objlocal",)
 
-    @classmethod
-    def _strip_protocol(cls, path: Any) -> Any:
-        return super()._strip_protocol(str(path).replace("objlocal://", "file://", 1))
-
     def unstrip_protocol(self, name: str) -> str:
         return f"objlocal://{self._strip_protocol(name)}"
 
