@@ -14,8 +14,8 @@ column by column only.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,6 +39,7 @@ from codegen.runtime.data.manifest import load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import CompressionArg
+from codegen.runtime.io.files import file_size, is_directory, open_input
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter
 from codegen.tools.dynamic import DynamicRecord, select_record
 from codegen.tools.progress import Progress
@@ -95,7 +96,7 @@ def _inputs(
     """The TFRecord files named (a dataset directory: its shards, after checking its schema), the
     manifest of a dataset as JSON, and the compression to read the files with (a dataset's shards:
     its manifest's, as ``read_dataset`` reads them)."""
-    if len(arguments) == 1 and os.path.isdir(arguments[0]):
+    if len(arguments) == 1 and is_directory(arguments[0]):
         manifest = load_manifest(arguments[0])
         check_readable(manifest.schema, converter.info, source=arguments[0])
         return list(manifest.paths), manifest.to_text().encode("utf-8"), manifest.compression
@@ -156,7 +157,7 @@ def tfrecord_to_parquet(
                     writer.write_table(pa.Table.from_batches(pending, schema))
         finally:
             writer.close()
-    return Converted(records, os.path.getsize(output))
+    return Converted(records, file_size(output))
 
 
 def _decode_each(converter: Converter, batch: Any) -> tuple[Any, ...]:
@@ -199,11 +200,31 @@ def parquet_to_tfrecord(
     """Convert Parquet files (paths or globs) to the TFRecord file ``output`` (``.gz``/``.zlib``: compressed)."""
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
     paths = expand_inputs(inputs)
-    files = [pq.ParquetFile(path) for path in paths]
+    with ExitStack() as opened:
+        sources = [opened.enter_context(open_input(path, buffered=True)) for path in paths]
+        return _parquet_to_tfrecord(
+            converter,
+            paths,
+            [pq.ParquetFile(source) for source in sources],
+            output,
+            batch_rows,
+            progress,
+        )
+
+
+def _parquet_to_tfrecord(
+    converter: Converter,
+    paths: list[str],
+    files: list[Any],
+    output: str,
+    batch_rows: int,
+    progress: TextIO | None,
+) -> Converted:
+    """:func:`parquet_to_tfrecord` of the opened Parquet ``files``."""
     for path, file in zip(paths, files, strict=True):
         _parquet_schema_check(converter, file.schema_arrow.metadata, path)
     rows = sum(file.metadata.num_rows for file in files)
-    size = sum(os.path.getsize(path) for path in paths)
+    size = sum(file_size(path) for path in paths)
     bar = None if progress is None else Progress(progress, size, label="convert")
     names = [form.name for form in converter.arrow.forms]
     records = 0
@@ -219,7 +240,7 @@ def parquet_to_tfrecord(
                     bar.update(size * records // max(rows, 1), records)
     if bar is not None:
         bar.clear()
-    return Converted(records, os.path.getsize(output))
+    return Converted(records, file_size(output))
 
 
 def _encoded_rows(converter: Converter, table: Any, path: str, start: int) -> Iterator[bytes]:

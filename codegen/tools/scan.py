@@ -18,9 +18,11 @@ from typing import TextIO
 
 from codegen.errors import TfrGenError
 from codegen.runtime.io.compression import CompressionArg
-from codegen.runtime.io.files import open_input
+from codegen.runtime.io.files import file_size, open_input
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import OnError, SkippedSpan
+from codegen.runtime.io.urls import filesystem, is_url, local_path
+from codegen.runtime.io.urls import glob as glob_urls
 from codegen.tools.progress import Progress
 
 __all__ = ["ScannedRecord", "Scanner", "expand_inputs"]
@@ -29,25 +31,48 @@ __all__ = ["ScannedRecord", "Scanner", "expand_inputs"]
 def expand_inputs(arguments: Sequence[str]) -> list[str]:
     """The files named by ``arguments``: existing paths as given, others as glob patterns.
 
-    ``**`` in a pattern recurses; each pattern's matches are sorted; a file named twice is read
-    once. :class:`TfrGenError` for a pattern that matches no file, or for a directory.
+    Each argument is a local path or a URL of an fsspec store (see
+    :mod:`codegen.runtime.io.urls`; a ``file://`` URL is the local path it names), the store's
+    options coming from fsspec's configuration (``FSSPEC_<PROTOCOL>_<OPTION>`` environment
+    variables). ``**`` in a pattern recurses; each pattern's matches are sorted; a file named
+    twice is read once. :class:`TfrGenError` for a pattern that matches no file, or for a
+    directory.
     """
     files: list[str] = []
     for argument in arguments:
-        if os.path.exists(argument):
-            matches = [argument]
+        if is_url(argument):
+            matches = _url_matches(argument)
+            if matches is None:
+                raise TfrGenError(
+                    f"{argument}: is a directory; give TFRecord files or a pattern such as"
+                    f" '{argument.rstrip('/')}/*'"
+                )
+        elif os.path.exists(local_path(argument)):
+            matches = [local_path(argument)]
         else:
-            matches = sorted(p for p in glob.glob(argument, recursive=True) if not os.path.isdir(p))
-            if not matches:
-                raise TfrGenError(f"{argument}: no such file, and no file matches it as a pattern")
+            pattern = local_path(argument)
+            matches = sorted(p for p in glob.glob(pattern, recursive=True) if not os.path.isdir(p))
+        if not matches:
+            raise TfrGenError(f"{argument}: no such file, and no file matches it as a pattern")
         for path in matches:
-            if os.path.isdir(path):
+            if not is_url(path) and os.path.isdir(path):
                 raise TfrGenError(
                     f"{path}: is a directory; give TFRecord files or a pattern such as '{path}/*'"
                 )
             if path not in files:
                 files.append(path)
     return files
+
+
+def _url_matches(url: str) -> list[str] | None:
+    """The files a URL names: itself if it is a file, its glob's matches if it has wildcards,
+    ``None`` for a directory."""
+    fs, path = filesystem(url, None)
+    if fs.isfile(path):
+        return [url]
+    if glob.has_magic(path):
+        return glob_urls(url)
+    return None if fs.isdir(path) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +157,7 @@ class Scanner:
     ) -> None:
         self.paths = tuple(paths)
         self.compression: CompressionArg = compression
-        self.sizes = tuple(os.stat(path).st_size for path in self.paths)
+        self.sizes = tuple(file_size(path) for path in self.paths)
         self.total_bytes = sum(self.sizes)
         self.on_skip = on_skip
         self.on_error = on_error

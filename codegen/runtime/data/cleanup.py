@@ -1,22 +1,23 @@
 """What killed writers leave in a directory, and removing it: stale temporary files, stale dataset
 locks, and shards that no manifest names (the files of writes that never committed; see
-``docs/datasets.md``). ``tfr-gen clean`` lists and removes them."""
+``docs/datasets.md``). ``tfr-gen clean`` lists and removes them. A directory is a local path or a
+URL of an object store, where no temporary objects exist and a lock is never judged stale (a store
+cannot tell whether its writer lives: such a dataset is left alone)."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
 from codegen.errors import TfrGenError
-from codegen.files import remove_stale_temporaries, stale_temporaries
 from codegen.runtime.data.manifest import (
     LOCK_SUFFIX,
     MANIFEST_SUFFIX,
+    Manifest,
     dataset_file_pattern,
     load_manifest,
 )
-from codegen.runtime.data.store import LocalStore, WriterBusyError
+from codegen.runtime.data.store import FsspecStore, Store, WriterBusyError, open_store
 from codegen.runtime.io.files import PathLike
 
 __all__ = ["Leftover", "find_leftovers", "remove_leftovers"]
@@ -46,7 +47,7 @@ def _prefixes(names: list[str]) -> list[str]:
 
 
 def _dataset_leftovers(
-    store: LocalStore, prefix: str, names: list[str], *, locked: bool = False
+    store: Store, prefix: str, names: list[str], *, locked: bool = False
 ) -> list[Leftover]:
     """The leftovers of the dataset ``prefix`` (none while a live writer holds its lock; with
     ``locked`` the caller holds it)."""
@@ -55,7 +56,7 @@ def _dataset_leftovers(
     kept: set[str] = set()
     if prefix + MANIFEST_SUFFIX in names:
         try:
-            kept = {shard.file for shard in load_manifest(store.directory, prefix).shards}
+            kept = {shard.file for shard in _manifest(store, prefix).shards}
         except TfrGenError:
             return []  # an unreadable manifest: nothing of the dataset is judged garbage
     pattern = dataset_file_pattern(prefix)
@@ -69,15 +70,19 @@ def _dataset_leftovers(
     return found
 
 
+def _manifest(store: Store, prefix: str) -> Manifest:
+    options = store.storage_options if isinstance(store, FsspecStore) else None
+    return load_manifest(store.directory, prefix, storage_options=options)
+
+
 def find_leftovers(directory: PathLike) -> list[Leftover]:
     """What killed writers left in ``directory``, sorted by name."""
-    store = LocalStore(str(directory))
+    store = open_store(directory)
     names = store.names()
     found = {
         item.name: item for p in _prefixes(names) for item in _dataset_leftovers(store, p, names)
     }
-    for path in stale_temporaries(store.directory):
-        name = os.path.basename(path)
+    for name in store.stale_temporaries():
         found.setdefault(name, Leftover(name, "temporary file"))
     return sorted(found.values(), key=lambda item: item.name)
 
@@ -85,7 +90,7 @@ def find_leftovers(directory: PathLike) -> list[Leftover]:
 def remove_leftovers(directory: PathLike) -> list[Leftover]:
     """Removes what :func:`find_leftovers` lists, each dataset's under its lock (a dataset whose
     writer started meanwhile is left alone); returns what was removed, sorted by name."""
-    store = LocalStore(str(directory))
+    store = open_store(directory)
     removed: dict[str, Leftover] = {}
     names = store.names()
     for prefix in _prefixes(names):
@@ -100,7 +105,6 @@ def remove_leftovers(directory: PathLike) -> list[Leftover]:
         removed.update((item.name, item) for item in items)
         if stale_lock:
             removed[lock] = Leftover(lock, "lock of a writer that is gone")
-    for path in remove_stale_temporaries(store.directory):
-        name = os.path.basename(path)
+    for name in store.remove_stale_temporaries():
         removed.setdefault(name, Leftover(name, "temporary file"))
     return sorted(removed.values(), key=lambda item: item.name)

@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from fsspec.core import has_magic
-
 from codegen.errors import TfrGenError
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
@@ -119,7 +117,7 @@ def _url_sources(
 ) -> list[Source]:
     """The sources ``url`` names: a glob, a dataset directory, a manifest or a file of a store."""
     fs, path = filesystem(url, storage_options)
-    if has_magic(path):
+    if glob.has_magic(path):
         matches = [m for m in glob_url(url, storage_options) if not m.endswith(INDEX_SUFFIX)]
         if not matches:
             raise TfrGenError(f"Dataset: no file matches {url!r}")

@@ -37,6 +37,7 @@ from codegen.files import (
     create_temporary,
     discard_temporary,
     remove_stale_temporaries,
+    stale_temporaries,
 )
 from codegen.runtime.io.files import open_input
 from codegen.runtime.io.urls import ObjectFile, StorageOptions, filesystem, is_url, local_path
@@ -165,6 +166,10 @@ class LocalStore:
                 os.unlink(self.path(name))
             except FileNotFoundError:
                 pass
+
+    def stale_temporaries(self) -> list[str]:
+        """The names of the temporary files of killed writers in the directory."""
+        return [os.path.basename(p) for p in stale_temporaries(self.directory)]
 
     def remove_stale_temporaries(self) -> list[str]:
         """Removes the temporary files of killed writers in the directory; returns their names."""
@@ -367,6 +372,10 @@ class FsspecStore:
                 pass
         if names:
             self.fs.invalidate_cache(self._root)
+
+    def stale_temporaries(self) -> list[str]:
+        """None: an object store has no temporary objects."""
+        return []
 
     def remove_stale_temporaries(self) -> list[str]:
         """None: an unfinished upload is never an object (the store may keep its parts until a

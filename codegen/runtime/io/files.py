@@ -19,6 +19,7 @@ __all__ = [
     "PathLike",
     "Replay",
     "file_size",
+    "is_directory",
     "open_input",
     "read_head",
     "stat_file",
@@ -52,6 +53,15 @@ def file_size(path: PathLike, *, storage_options: StorageOptions | None = None) 
         fs, name = filesystem(os.fspath(path), storage_options)
         return int(fs.size(name))
     return os.path.getsize(local_path(path))
+
+
+def is_directory(path: PathLike, *, storage_options: StorageOptions | None = None) -> bool:
+    """Whether ``path`` (a path or URL) names a directory (on an object store: a prefix that
+    objects' keys start with)."""
+    if is_url(path):
+        fs, name = filesystem(os.fspath(path), storage_options)
+        return bool(fs.isdir(name))
+    return os.path.isdir(local_path(path))
 
 
 @dataclass(frozen=True, slots=True)
