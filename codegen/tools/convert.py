@@ -40,7 +40,7 @@ from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.files import file_size, is_directory, open_input
-from codegen.runtime.io.writer import AtomicFile, TFRecordWriter
+from codegen.runtime.io.writer import AtomicFile, TFRecordWriter, open_output
 from codegen.tools.dynamic import DynamicRecord, select_record
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs
@@ -132,10 +132,12 @@ def tfrecord_to_parquet(
         label="convert",
         compression=tfrecord_compression,
     )
-    with AtomicFile(output) as sink:
-        # pyarrow writes the temporary file through its own handle; leaving the block syncs and
-        # renames it (or deletes it after an error).
-        writer = pq.ParquetWriter(sink.temporary, schema, compression=compression)
+    with open_output(output) as sink:
+        # pyarrow writes a local temporary file through its own handle, an object through the
+        # upload; leaving the block syncs and renames it or finishes the upload (or deletes it,
+        # aborts it, after an error).
+        where = sink.temporary if isinstance(sink, AtomicFile) else sink
+        writer = pq.ParquetWriter(where, schema, compression=compression)
         pending: list[Any] = []
         pending_rows = pending_bytes = 0
         try:

@@ -81,8 +81,14 @@ def test_convert_reads_and_writes_urls(root: str, tmp_path: Path) -> None:
         2,
     ]
     Digit.write_dataset(f"{root}/ds", digits(4), shards=2)
-    code, _, err = run_cli("convert", SCHEMA, f"{root}/ds", "ds.parquet", cwd=tmp_path)
+    code, _, err = run_cli("convert", SCHEMA, f"{root}/ds", f"{root}/ds.parquet", cwd=tmp_path)
     assert code == 0, err
+    back = f"{root}/ds-back.tfrecord"
+    code, _, err = run_cli(
+        "convert", SCHEMA, f"{root}/ds.parquet", back, "--to", "tfrecord", cwd=tmp_path
+    )
+    assert code == 0, err
+    assert [d.label for d in Digit.read_tfrecord(back)] == [0, 1, 2, 3]
 
 
 def test_clean_looks_in_an_object_store(root: str, tmp_path: Path) -> None:

@@ -173,11 +173,12 @@ class ObjectFile:
         self.crc32c = 0
         self._written = 0
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> int:
         """Appends ``data`` to the object (sent to the store in parts, not visible yet)."""
         self._file.write(data)
         self.crc32c = crc32c.crc32c(data, self.crc32c)
         self._written += len(data)
+        return len(data)
 
     @property
     def size(self) -> int:
@@ -186,6 +187,15 @@ class ObjectFile:
 
     def flush(self) -> None:
         """Nothing to do: the object appears on :meth:`commit`."""
+
+    def tell(self) -> int:
+        """The position of the next byte written: :attr:`size` (for writers such as pyarrow's)."""
+        return self._written
+
+    @property
+    def closed(self) -> bool:
+        """Whether the object was committed or discarded."""
+        return not self._finalizer.alive
 
     def commit(self) -> None:
         """Finishes the upload: the object appears under its name. If that fails the upload is
