@@ -452,11 +452,23 @@ class Record(Generic[B, P]):
         return IndexedRecords(path, cls.decode, index=index, storage_options=storage_options)
 
     @classmethod
-    def random_access(cls, files: Files, *, check_schema: bool = True) -> RandomAccess[Self]:
-        """Records of many uncompressed files (paths, globs, dataset directories or manifests) by global position:
-        ``len()`` and ``source[i]``, Grain's random-access data source protocol (see
+    def random_access(
+        cls,
+        files: Files,
+        *,
+        check_schema: bool = True,
+        storage_options: StorageOptions | None = None,
+    ) -> RandomAccess[Self]:
+        """Records of many uncompressed files (paths, URLs, globs, dataset directories or manifests) by global
+        position: ``len()`` and ``source[i]``, Grain's random-access data source protocol (see
         :mod:`codegen.runtime.data.random_access`)."""
-        return RandomAccess(files, cls.decode, schema=cls.__tfr__.info, check_schema=check_schema)
+        return RandomAccess(
+            files,
+            cls.decode,
+            schema=cls.__tfr__.info,
+            check_schema=check_schema,
+            storage_options=storage_options,
+        )
 
     @classmethod
     def decode_batch(cls, data: Sequence[bytes]) -> B:

@@ -25,6 +25,7 @@ from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.sources import Files, count_records, find_sources
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.indexed import IndexedReader
+from codegen.runtime.io.urls import StorageOptions
 
 __all__ = ["RandomAccess"]
 
@@ -44,8 +45,11 @@ class RandomAccess(Generic[T]):
         schema: SchemaInfo | None = None,
         check_schema: bool = True,
         compression: Compression | Literal["auto"] = "auto",
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        sources = find_sources(files, compression, schema, check_schema=check_schema)
+        sources = find_sources(
+            files, compression, schema, check_schema=check_schema, storage_options=storage_options
+        )
         for source in sources:
             if source.compression is not None:
                 raise TfrGenError(
@@ -53,7 +57,10 @@ class RandomAccess(Generic[T]):
                     " write the data uncompressed (compression=None) to read it by position"
                 )
         self.files = tuple(source.path for source in sources)
-        self._starts = tuple(itertools.accumulate((count_records(s) for s in sources), initial=0))
+        self._storage = storage_options
+        self._starts = tuple(
+            itertools.accumulate((count_records(s, storage_options) for s in sources), initial=0)
+        )
         self._decode = decode
         self._readers: dict[int, IndexedReader] = {}
         self._locks = [threading.Lock() for _ in self.files]
@@ -73,7 +80,9 @@ class RandomAccess(Generic[T]):
         with self._locks[file]:
             reader = self._readers.get(file)
             if reader is None:
-                reader = self._readers[file] = IndexedReader(self.files[file])
+                reader = self._readers[file] = IndexedReader(
+                    self.files[file], storage_options=self._storage
+                )
             data = reader[index]
             offset = reader.offset(index)
         try:
@@ -107,11 +116,17 @@ class RandomAccess(Generic[T]):
             reader.close()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"files": self.files, "starts": self._starts, "decode": self._decode}
+        return {
+            "files": self.files,
+            "starts": self._starts,
+            "decode": self._decode,
+            "storage_options": self._storage,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.files = state["files"]
         self._starts = state["starts"]
         self._decode = state["decode"]
+        self._storage = state["storage_options"]
         self._readers = {}
         self._locks = [threading.Lock() for _ in self.files]

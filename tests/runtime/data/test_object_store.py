@@ -189,3 +189,13 @@ def test_a_killed_writer_leaves_no_object_under_a_final_name_and_no_manifest(
     assert labels(url) == [0, 1, 2, 3]  # the previous dataset, untouched
     with pytest.raises(WriterBusyError, match="delete the lock object"):
         Digit.write_dataset(url, digits(9, 1), overwrite=True)
+
+
+def test_random_access_reads_records_of_a_url(store: type[ObjectMemoryFileSystem]) -> None:
+    options = {"token": "t"}
+    Digit.write_dataset(
+        "objmem://bucket/ds", digits(0, 9), shards=3, compression=None, storage_options=options
+    )
+    source = Digit.random_access("objmem://bucket/ds", storage_options=options)
+    assert len(source) == 9 and source[4].label == 4 and source[-1].label == 8
+    assert all(o == options for o in store.options)
