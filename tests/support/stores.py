@@ -68,7 +68,7 @@ class ObjectMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
 
     @classmethod
     def _strip_protocol(cls, path: Any) -> Any:
-        return super()._strip_protocol(str(path).replace("objmem://", "memory://", 1))
+        return super()._strip_protocol(str(path).replace(f"{cls.protocol}://", "memory://", 1))
 
     def _open(
         self,
@@ -97,6 +97,29 @@ class ObjectMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
         cls.clear_instance_cache()
 
 
+class NoExclusiveFileSystem(ObjectMemoryFileSystem):
+    """``noexcl://``: :class:`ObjectMemoryFileSystem` without a conditional create (mode ``"xb"``
+    is refused, as by stores that have none)."""
+
+    protocol = "noexcl"
+
+    def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        if "x" in mode:
+            raise NotImplementedError("File mode not supported")
+        return super()._open(path, mode, *args, **kwargs)
+
+
+class EagerFileSystem(ObjectMemoryFileSystem):
+    """``eager://``: :class:`ObjectMemoryFileSystem` whose files ignore ``autocommit=False`` (they
+    would publish whatever was written when closed)."""
+
+    protocol = "eager"
+
+    def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        kwargs["autocommit"] = True
+        return super()._open(path, mode, *args, **kwargs)
+
+
 class ObjectLocalFileSystem(LocalFileSystem):  # type: ignore[misc]
     """``objlocal://<path>``: a local directory written as an object store is: an object opened
     with ``autocommit=False`` goes to a temporary file elsewhere and is moved under its name only
@@ -109,9 +132,12 @@ class ObjectLocalFileSystem(LocalFileSystem):  # type: ignore[misc]
 
 
 def register() -> None:
-    """Makes ``objmem://`` and ``objlocal://`` known to fsspec (in this process)."""
+    """Makes ``objmem://``, ``noexcl://``, ``eager://`` and ``objlocal://`` known to fsspec (in
+    this process)."""
     fsspec.register_implementation("objmem", ObjectMemoryFileSystem, clobber=True)
     fsspec.register_implementation("objlocal", ObjectLocalFileSystem, clobber=True)
+    fsspec.register_implementation("noexcl", NoExclusiveFileSystem, clobber=True)
+    fsspec.register_implementation("eager", EagerFileSystem, clobber=True)
 
 
 @contextmanager
@@ -150,6 +176,8 @@ def stored_names(fs: type[MemoryFileSystem]) -> list[str]:
 
 
 __all__ = [
+    "EagerFileSystem",
+    "NoExclusiveFileSystem",
     "ObjectLocalFileSystem",
     "ObjectMemoryFileSystem",
     "UploadFailed",

@@ -166,7 +166,7 @@ class ObjectFile:
             self._staged = self._file = io.BytesIO()
         else:
             self._file = self.fs.open(self.path, "wb", autocommit=False)
-            if getattr(self._file, "autocommit", True) is not False:  # pragma: no cover
+            if getattr(self._file, "autocommit", True) is not False:
                 _discard(self._file)
                 raise TfrGenError(f"{url}: the store cannot defer the creation of an object")
         self._finalizer = weakref.finalize(self, _discard, self._file)

@@ -199,3 +199,14 @@ def test_random_access_reads_records_of_a_url(store: type[ObjectMemoryFileSystem
     source = Digit.random_access("objmem://bucket/ds", storage_options=options)
     assert len(source) == 9 and source[4].label == 4 and source[-1].label == 8
     assert all(o == options for o in store.options)
+
+
+def test_a_store_without_conditional_create_still_refuses_a_second_writer(
+    store: type[ObjectMemoryFileSystem],
+) -> None:
+    url = "noexcl://bucket/ds"
+    Digit.write_dataset(url, digits(0, 2))
+    assert labels(url) == [0, 1] and not open_store(url).lock_held("digit.lock")
+    store.store["/bucket/ds/digit.lock"] = store.store["/bucket/ds/digit.manifest.json"]
+    with pytest.raises(WriterBusyError, match="noexcl://bucket/ds/digit.lock: another writer"):
+        Digit.write_dataset(url, digits(5, 2), overwrite=True)

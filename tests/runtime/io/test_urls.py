@@ -148,6 +148,16 @@ def test_an_abandoned_writer_aborts_its_upload(store: type[ObjectMemoryFileSyste
     assert store.discarded == ["/bucket/x.tfrecord"] and not store.store
 
 
+def test_a_store_that_cannot_defer_an_object_is_refused(
+    store: type[ObjectMemoryFileSystem],
+) -> None:
+    with pytest.raises(
+        TfrGenError, match="eager://b/x.tfrecord: the store cannot defer the creation"
+    ):
+        write_tfrecord("eager://b/x.tfrecord", RECORDS)
+    assert not store.store and store.discarded == ["/b/x.tfrecord"]
+
+
 def test_storage_options_and_fsspec_configuration_reach_the_store(
     store: type[ObjectMemoryFileSystem], monkeypatch: pytest.MonkeyPatch
 ) -> None:
