@@ -210,3 +210,16 @@ def test_a_store_without_conditional_create_still_refuses_a_second_writer(
     store.store["/bucket/ds/digit.lock"] = store.store["/bucket/ds/digit.manifest.json"]
     with pytest.raises(WriterBusyError, match="noexcl://bucket/ds/digit.lock: another writer"):
         Digit.write_dataset(url, digits(5, 2), overwrite=True)
+
+
+def test_dataloader_workers_read_a_dataset_at_a_url_once(
+    store: type[ObjectMemoryFileSystem],
+) -> None:
+    import torch  # a test dependency
+    options = {"token": "t"}
+    Digit.write_dataset("objmem://bucket/ds", digits(0, 30), shards=4, storage_options=options)
+    dataset = Digit.dataset(
+        "objmem://bucket/ds", batch_size=4, shuffle_buffer=8, storage_options=options
+    )
+    loader = torch.utils.data.DataLoader(dataset.to_torch(), batch_size=None, num_workers=2)
+    assert sorted(int(x) for batch in loader for x in batch["label"]) == list(range(30))
