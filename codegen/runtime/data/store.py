@@ -335,8 +335,13 @@ class FsspecStore:
         )
 
     def create_directory(self) -> None:
-        """Creates the directory where the store has directories (a no-op on object stores)."""
-        self.fs.makedirs(self._root, exist_ok=True)
+        """Creates the directory where the store has directories. Object stores have none (their
+        plug-ins may try to create the bucket): a refusal is left for the first write to report,
+        naming the object it could not write."""
+        try:
+            self.fs.makedirs(self._root, exist_ok=True)
+        except OSError:
+            pass
 
     def open_input(self, name: str) -> ChecksummedInput:
         """The object ``name``, open for one sequential read that checksums its bytes."""

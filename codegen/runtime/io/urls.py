@@ -165,7 +165,10 @@ class ObjectFile:
         if _stages(self.fs):
             self._staged = self._file = io.BytesIO()
         else:
-            self._file = self.fs.open(self.path, "wb", autocommit=False)
+            try:
+                self._file = self.fs.open(self.path, "wb", autocommit=False)
+            except OSError as exc:
+                raise _naming(exc, url) from exc
             if getattr(self._file, "autocommit", True) is not False:
                 _discard(self._file)
                 raise TfrGenError(f"{url}: the store cannot defer the creation of an object")
@@ -175,7 +178,10 @@ class ObjectFile:
 
     def write(self, data: bytes) -> int:
         """Appends ``data`` to the object (sent to the store in parts, not visible yet)."""
-        self._file.write(data)
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise _naming(exc, self.name) from exc
         self.crc32c = crc32c.crc32c(data, self.crc32c)
         self._written += len(data)
         return len(data)
@@ -207,6 +213,9 @@ class ObjectFile:
                 self._file.close()
                 self._file.commit()
             self._finalizer.detach()
+        except OSError as exc:
+            self._finalizer()
+            raise _naming(exc, self.name) from exc
         except BaseException:
             self._finalizer()
             raise
@@ -228,6 +237,20 @@ class ObjectFile:
             self.discard()
         else:
             self.commit()
+
+
+def _naming(exc: OSError, url: str) -> OSError:
+    """``exc`` (of the same class) naming the object ``url`` that could not be written."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    args = (
+        (f"{url}: cannot write it: {reason}",)
+        if exc.errno is None
+        else (exc.errno, f"cannot write it: {reason}", url)
+    )
+    try:
+        return type(exc)(*args)
+    except TypeError:  # a plug-in's error class with a signature of its own
+        return OSError(*args)
 
 
 def _discard(file: Any) -> None:

@@ -216,6 +216,7 @@ def test_dataloader_workers_read_a_dataset_at_a_url_once(
     store: type[ObjectMemoryFileSystem],
 ) -> None:
     import torch  # a test dependency
+
     options = {"token": "t"}
     Digit.write_dataset("objmem://bucket/ds", digits(0, 30), shards=4, storage_options=options)
     dataset = Digit.dataset(

@@ -132,8 +132,11 @@ def test_an_upload_that_fails_midway_leaves_no_object(
     write_tfrecord("objmem://bucket/x.tfrecord", RECORDS[:5])
     store.committed.clear()
     store.fail_after = store.uploaded + 3 * store.blocksize
-    with pytest.raises(UploadFailed):
+    with pytest.raises(UploadFailed) as failed:
         write_tfrecord("objmem://bucket/x.tfrecord", RECORDS)
+    assert str(failed.value) == (
+        "objmem://bucket/x.tfrecord: cannot write it: the connection broke during the upload"
+    )
     with pytest.raises(UploadFailed):
         write_tfrecord("objmem://bucket/y.tfrecord.gz", RECORDS * 20)
     assert store.discarded == ["/bucket/x.tfrecord", "/bucket/y.tfrecord.gz"]
