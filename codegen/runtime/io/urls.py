@@ -169,6 +169,8 @@ class ObjectFile:
                 self._file = self.fs.open(self.path, "wb", autocommit=False)
             except OSError as exc:
                 raise _naming(exc, url) from exc
+            except NotImplementedError:
+                raise TfrGenError(f"{url}: the store cannot write objects") from None
             if getattr(self._file, "autocommit", True) is not False:
                 _discard(self._file)
                 raise TfrGenError(f"{url}: the store cannot defer the creation of an object")

@@ -161,6 +161,13 @@ def test_a_store_that_cannot_defer_an_object_is_refused(
     assert not store.store and store.discarded == ["/b/x.tfrecord"]
 
 
+def test_a_store_that_cannot_write_says_so() -> None:
+    with pytest.raises(
+        TfrGenError, match=r"^http://127.0.0.1:9/x.tfrecord: the store cannot write objects$"
+    ):
+        write_tfrecord("http://127.0.0.1:9/x.tfrecord", RECORDS)  # fails before any connection
+
+
 def test_storage_options_and_fsspec_configuration_reach_the_store(
     store: type[ObjectMemoryFileSystem], monkeypatch: pytest.MonkeyPatch
 ) -> None:
