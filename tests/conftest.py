@@ -135,3 +135,46 @@ def _restore_deflate() -> Iterator[None]:
     before = use_deflate()
     yield
     use_deflate(before)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[Any]:
+    """An S3 server (moto) on 127.0.0.1 and s3fs: a ``support.servers.ObjectStore`` (skips outside
+    CI when moto or s3fs is missing; fails in CI)."""
+    from support.servers import s3_store, start_moto
+
+    _import_extra("s3fs")
+    _import_extra("moto.server")
+    server = start_moto()
+    try:
+        yield s3_store(server)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs() -> Iterator[Any]:
+    """A GCS emulator (gcp-storage-emulator) on 127.0.0.1 and gcsfs: a
+    ``support.servers.ObjectStore`` (skips outside CI when either is missing; fails in CI)."""
+    from support.servers import GCS_NO_GRPC, gcs_store, start_gcs_emulator
+
+    os.environ.update(GCS_NO_GRPC)
+    _import_extra("gcsfs")
+    _import_extra("gcp_storage_emulator")
+    server = start_gcs_emulator()
+    try:
+        yield gcs_store(server)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def http_files(tmp_path: Path) -> Iterator[Any]:
+    """An HTTP server of ``tmp_path`` on 127.0.0.1 answering Range requests, which records the
+    requests it answers: a ``support.servers.HttpFiles`` (fsspec's HTTP file system needs aiohttp:
+    skips outside CI when it is missing; fails in CI)."""
+    from support.servers import serve_directory
+
+    _import_extra("aiohttp")
+    with serve_directory(tmp_path) as files:
+        yield files
