@@ -16,6 +16,8 @@ from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_pa
 
 __all__ = [
     "FileStat",
+    "RANDOM_BLOCK",
+    "SEQUENTIAL_BLOCK",
     "PathLike",
     "Replay",
     "file_size",
@@ -29,6 +31,11 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 """A file path argument: a local path or a URL."""
 
+SEQUENTIAL_BLOCK = 1 << 23
+"""The bytes read ahead per request to a store when a file is read through (8 MiB)."""
+RANDOM_BLOCK = 1 << 12
+"""The bytes read ahead per request to a store for reads at random positions (4 KiB)."""
+
 
 def open_input(
     path: PathLike, *, buffered: bool = False, storage_options: StorageOptions | None = None
@@ -39,10 +46,13 @@ def open_input(
     that fill large buffers of their own with ``readinto``; ``buffered`` for small reads at random
     positions. A URL of another store is opened by fsspec with ``storage_options``
     (:func:`~codegen.runtime.io.urls.open_url`); the file object it returns is seekable and has
-    ``readinto``.
+    ``readinto``. Each request to the store asks for :data:`SEQUENTIAL_BLOCK` bytes ahead of what
+    is read (large sequential reads: few round trips), or, ``buffered``, for
+    :data:`RANDOM_BLOCK` bytes (random access: a record and its neighbours' headers, not the file).
     """
     if is_url(path):
-        return open_url(os.fspath(path), storage_options)
+        block = RANDOM_BLOCK if buffered else SEQUENTIAL_BLOCK
+        return open_url(os.fspath(path), storage_options, block_size=block, cache_type="readahead")
     return open(local_path(path), "rb", buffering=-1 if buffered else 0)
 
 

@@ -77,8 +77,11 @@ class IndexInfo:
     mtime_ns: int
 
     def matches(self, stat: os.stat_result | FileStat) -> bool:
-        """Whether the file described by ``stat`` is still the one indexed."""
-        return stat.st_size == self.size and stat.st_mtime_ns == self.mtime_ns
+        """Whether the file described by ``stat`` is still the one indexed: the same size and
+        modification time, or the same size when the store keeps no modification time (``0``: an
+        HTTP server that sends none; the chain of offsets is still checked as records are read)."""
+        same_time = stat.st_mtime_ns in (0, self.mtime_ns)
+        return stat.st_size == self.size and same_time
 
 
 def _uncompressed(path: str, storage_options: StorageOptions | None) -> None:

@@ -110,11 +110,21 @@ def filesystem(url: str, storage_options: StorageOptions | None) -> tuple[Abstra
     return fs, str(path)
 
 
-def open_url(url: str, storage_options: StorageOptions | None = None) -> BinaryIO:
-    """The object at ``url``, opened to read its bytes (``OSError`` when it cannot be)."""
+def open_url(
+    url: str,
+    storage_options: StorageOptions | None = None,
+    *,
+    block_size: int | None = None,
+    cache_type: str | None = None,
+) -> BinaryIO:
+    """The object at ``url``, opened to read its bytes (``OSError`` when it cannot be).
+
+    ``block_size`` and ``cache_type`` are fsspec's (how many bytes each request asks for, and how
+    the file keeps them); ``None`` leaves the store's default."""
     fs, path = filesystem(url, storage_options)
+    how = {"block_size": block_size, "cache_type": cache_type}
     try:
-        file: BinaryIO = fs.open(path, "rb")
+        file: BinaryIO = fs.open(path, "rb", **{k: v for k, v in how.items() if v is not None})
     except FileNotFoundError:
         if fs.isdir(path):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), url) from None
