@@ -153,7 +153,7 @@ def gcs_store(server: Server) -> ObjectStore:
         "FSSPEC_GCS_TOKEN": "anon",
         "FSSPEC_GCS_PROJECT": "tfr-gen",
     }
-    return ObjectStore("gcs", options, environment, gcsfs.GCSFileSystem(**options))
+    return ObjectStore("gs", options, environment, gcsfs.GCSFileSystem(**options))
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ record of its part of the data once per epoch:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -66,7 +67,18 @@ import sys
 from array import array
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, TypeVar, Unpack, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    BinaryIO,
+    Generic,
+    Literal,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+)
 
 import numpy as np
 
@@ -79,6 +91,7 @@ from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import file_size
 from codegen.runtime.io.framing import FRAMING
+from codegen.runtime.io.prefetch import FilesAhead
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.skips import (
     OnError,
@@ -89,7 +102,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
-from codegen.runtime.io.urls import StorageOptions
+from codegen.runtime.io.urls import StorageOptions, is_url, open_url
 
 if TYPE_CHECKING:
     from torch.utils.data import IterableDataset
@@ -678,10 +691,25 @@ class Dataset(Generic[T]):
         yield from records
 
     def _interleaved(self, order: list[int], shared: Shard | None) -> Iterator[_Raw]:
-        """The records of the files ``order``, ``interleave`` files taking turns."""
+        """The records of the files ``order``, ``interleave`` files taking turns; a file at a URL
+        is fetched ahead in a background thread, from the time the file before it is opened."""
+        ahead = FilesAhead(order, self._read_ahead, self.files.__getitem__)
+        try:
+            yield from self._turns(order, shared, ahead)
+        finally:
+            ahead.close()
+
+    def _read_ahead(self, file: int) -> Callable[[], BinaryIO] | None:
+        """How a read-ahead opens file ``file``: ``None`` for a local file."""
+        path = self.files[file]
+        if not is_url(path):
+            return None
+        return functools.partial(open_url, path, self._storage, cache_type="none")
+
+    def _turns(self, order: list[int], shared: Shard | None, ahead: FilesAhead) -> Iterator[_Raw]:
         if self.interleave == 1:
             for file in order:
-                reader = self._open(file, shared)
+                reader = self._open(file, shared, ahead)
                 if reader is None:
                     continue
                 with reader:
@@ -694,7 +722,7 @@ class Dataset(Generic[T]):
         turns: list[tuple[int, TFRecordReader, Iterator[tuple[int, bytes]]]] = []
         try:
             while len(turns) < self.interleave:
-                opened = self._next_open(pending, shared)
+                opened = self._next_open(pending, shared, ahead)
                 if opened is None:
                     break
                 turns.append((*opened, enumerate(self._records_of(opened[1]))))
@@ -705,7 +733,7 @@ class Dataset(Generic[T]):
                 record = next(records, None)
                 if record is None:
                     reader.close()
-                    opened = self._next_open(pending, shared)
+                    opened = self._next_open(pending, shared, ahead)
                     if opened is None:
                         del turns[turn]
                     else:
@@ -729,19 +757,19 @@ class Dataset(Generic[T]):
         return iter(reader)
 
     def _next_open(
-        self, pending: Iterator[int], shared: Shard | None
+        self, pending: Iterator[int], shared: Shard | None, ahead: FilesAhead
     ) -> tuple[int, TFRecordReader] | None:
         """The next of the ``pending`` files that opens, with its reader; ``None`` when none is
         left."""
         for file in pending:
-            reader = self._open(file, shared)
+            reader = self._open(file, shared, ahead)
             if reader is not None:
                 return file, reader
         return None
 
-    def _open(self, file: int, shared: Shard | None) -> TFRecordReader | None:
-        """A reader of file ``file``; with ``on_error="skip"``, ``None`` for a file that cannot be
-        opened, which is reported.
+    def _open(self, file: int, shared: Shard | None, ahead: FilesAhead) -> TFRecordReader | None:
+        """A reader of file ``file`` (of its read-ahead from ``ahead`` for a file at a URL); with
+        ``on_error="skip"``, ``None`` for a file that cannot be opened, which is reported.
 
         ``shared`` is the shard when every shard reads every file: a skipped stretch is then
         reported only by the shard that owns the index of the record after it.
@@ -759,8 +787,10 @@ class Dataset(Generic[T]):
             if not self._quiet and (shared is None or file % shared.count == shared.index):
                 self._report(SkippedSpan(path, 0, size or 0, changed))
             return None
+        fetched = ahead.take(file)
+        source: str | BinaryIO = path if fetched is None else cast("BinaryIO", fetched)
         if self.on_error == "raise":
-            return TFRecordReader(path, compression=compression, storage_options=self._storage)
+            return TFRecordReader(source, compression=compression, storage_options=self._storage)
         report = self._report
 
         def owned(span: SkippedSpan) -> None:
@@ -771,7 +801,7 @@ class Dataset(Generic[T]):
 
         try:
             reader = TFRecordReader(
-                path,
+                source,
                 compression=compression,
                 on_error="skip",
                 on_skip=owned,

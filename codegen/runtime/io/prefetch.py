@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["BLOCK_SIZE", "DEPTH", "ReadAhead"]
+__all__ = ["BLOCK_SIZE", "DEPTH", "FilesAhead", "ReadAhead"]
 
 BLOCK_SIZE = 1 << 23
 """The bytes a :class:`ReadAhead` asks of its file per request (8 MiB)."""
@@ -138,3 +138,54 @@ class ReadAhead:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class FilesAhead:
+    """:class:`ReadAhead` s of the files ``order`` (keys of ``open``), each started while the file
+    before it is read: :meth:`take` hands out a file's and starts the next one's.
+
+    ``open(key)`` opens a file for its read-ahead, or is ``None`` for a file read directly (a local
+    file: the operating system reads ahead). :meth:`close` stops every read-ahead handed out or
+    started; a read-ahead read to its end has stopped by itself.
+    """
+
+    def __init__(
+        self,
+        order: Sequence[int],
+        open: Callable[[int], Callable[[], BinaryIO] | None],  # noqa: A002 - what it does
+        name: Callable[[int], str],
+    ) -> None:
+        self._order = list(order)
+        self._open = open
+        self._name = name
+        self._started: dict[int, ReadAhead] = {}
+        self._given: list[ReadAhead] = []
+
+    def _start(self, key: int) -> ReadAhead | None:
+        opener = self._open(key)
+        if opener is None:
+            return None
+        return ReadAhead(opener, self._name(key), block_size=BLOCK_SIZE)
+
+    def take(self, key: int) -> ReadAhead | None:
+        """The read-ahead of file ``key`` (``None`` for a file read directly); starts the next
+        file's."""
+        ahead = self._started.pop(key, None) or self._start(key)
+        if ahead is not None:
+            self._given = [a for a in self._given if a._thread.is_alive()]
+            self._given.append(ahead)
+        position = self._order.index(key) if key in self._order else len(self._order)
+        following = self._order[position + 1 : position + 2]
+        for after in following:
+            if after not in self._started:
+                started = self._start(after)
+                if started is not None:
+                    self._started[after] = started
+        return ahead
+
+    def close(self) -> None:
+        """Stops every read-ahead."""
+        for ahead in [*self._given, *self._started.values()]:
+            ahead.close()
+        self._given.clear()
+        self._started.clear()

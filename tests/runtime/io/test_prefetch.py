@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import threading
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import pytest
 
@@ -37,7 +37,7 @@ def test_records_read_through_read_ahead_equal_the_file_read_directly(tmp_path: 
     records = [bytes([i % 251]) * (i * 37 % 5000) for i in range(400)]
     write_tfrecord(path, records, compression=None)
     with ReadAhead(lambda: path.open("rb"), str(path), block_size=4096) as ahead:
-        with TFRecordReader(ahead) as reader:
+        with TFRecordReader(cast("BinaryIO", ahead)) as reader:
             assert reader.path == str(path)
             assert list(reader) == records
 

@@ -1,0 +1,163 @@
+"""Datasets in real object stores on 127.0.0.1 (moto's S3 server with s3fs, a GCS emulator with
+gcsfs): written with ``write_dataset``, read with ``read_dataset``, the ``Dataset`` (fetching the
+next shard ahead, with DataLoader workers) and the CLI; an upload that fails midway."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from codegen.errors import TfrGenError
+from codegen.runtime.io import prefetch
+from codegen.runtime.io.reader import read_tfrecord
+from codegen.runtime.io.writer import write_tfrecord
+from support.cli import tfr_gen
+from support.modules import generated_module
+from support.paths import SCHEMAS
+
+Digit = generated_module("mnist").Digit
+
+
+@pytest.fixture(params=["s3", "gcs"])
+def store(request: pytest.FixtureRequest) -> Any:
+    """Each object store (a ``support.servers.ObjectStore``)."""
+    return request.getfixturevalue(request.param)
+
+
+def digits(count: int) -> list[Any]:
+    return [Digit(label=i, image=np.full(784, i % 256, dtype=np.int64)) for i in range(count)]
+
+
+def shard_names(store: Any, url: str) -> list[str]:
+    """The names of the shards of the dataset at ``url``."""
+    found = store.fs.glob(f"{url.split('://', 1)[1]}/*.tfrecord*")
+    return sorted(path.rsplit("/", 1)[1] for path in found)
+
+
+def read_ahead_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("tfr-gen read-ahead")]
+
+
+def test_a_sharded_dataset_in_a_bucket_reads_as_it_was_written(store: Any) -> None:
+    url = f"{store.new_bucket()}/digits"
+    options = store.storage_options
+    Digit.write_dataset(url, digits(60), shards=4, storage_options=options)
+    assert len(shard_names(store, url)) == 4
+    assert [d.label for d in Digit.read_dataset(url, storage_options=options)] == list(range(60))
+    manifest = Digit.dataset_manifest(url, storage_options=options)
+    assert sum(shard.records for shard in manifest.shards) == 60
+    dataset = Digit.dataset(url, batch_size=None, storage_options=options)
+    assert [d.label for d in dataset] == list(range(60))
+    assert not read_ahead_threads()
+
+
+@pytest.mark.parametrize("interleave", [1, 3])
+def test_the_dataset_of_a_bucket_gives_the_records_of_local_files_in_the_same_order(
+    s3: Any, tmp_path: Path, interleave: int
+) -> None:
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(90), shards=5, storage_options=options)
+    Digit.write_dataset(tmp_path / "digits", digits(90), shards=5)
+    how = {"shuffle_buffer": 16, "seed": 7, "interleave": interleave, "epochs": 2}
+    remote = Digit.dataset(url, batch_size=8, storage_options=options, **how)
+    local = Digit.dataset(tmp_path / "digits", batch_size=8, **how)
+    got = [batch.label.tolist() for batch in remote]
+    assert got == [batch.label.tolist() for batch in local]
+    assert sorted(sum(got, [])) == sorted(list(range(90)) * 2)
+    assert not read_ahead_threads()
+
+
+def test_stopping_early_stops_the_read_ahead(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prefetch, "BLOCK_SIZE", 1024)  # shards of many blocks: threads that wait
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(1200), shards=2, compression=None, storage_options=options)
+    records = iter(Digit.dataset(url, batch_size=None, storage_options=s3.storage_options))
+    assert next(records).label == 0  # the dataset decodes 256 records at a time, of 600 a shard
+    assert read_ahead_threads()  # this shard's and the next one's
+    records.close()
+    assert not read_ahead_threads()
+
+
+def test_an_error_while_reading_stops_the_read_ahead(s3: Any) -> None:
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(40), shards=4, storage_options=options)
+    dataset = Digit.dataset(url, batch_size=None, storage_options=options)
+    shards = sorted(s3.fs.glob(f"{url[5:]}/*.tfrecord*"))
+    s3.fs.pipe(shards[1], b"not the shard that was written")
+    with pytest.raises(TfrGenError, match="its manifest lists"):
+        for _ in dataset:
+            pass
+    assert not read_ahead_threads()
+
+
+def test_dataloader_workers_read_each_record_of_a_bucket_once(s3: Any) -> None:
+    import torch  # a test dependency
+
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(50), shards=5, storage_options=options)
+    dataset = Digit.dataset(url, batch_size=4, shuffle_buffer=8, storage_options=options)
+    loader = torch.utils.data.DataLoader(dataset.to_torch(), batch_size=None, num_workers=2)
+    assert sorted(int(x) for batch in loader for x in batch["label"]) == list(range(50))
+
+
+def test_the_cli_reads_a_bucket_configured_by_the_environment(store: Any, tmp_path: Path) -> None:
+    url = f"{store.new_bucket()}/digits"
+    Digit.write_dataset(url, digits(12), shards=2, storage_options=store.storage_options)
+    files = f"{url}/*.tfrecord*"
+    env = store.environment
+    cat = tfr_gen("cat", files, "--schema", str(SCHEMAS / "mnist.yaml"), cwd=tmp_path, env=env)
+    assert cat.returncode == 0, cat.stderr
+    lines = [json.loads(line) for line in cat.stdout.splitlines()]
+    assert [line["value"]["label"] for line in lines] == list(range(12))
+    assert {line["file"] for line in lines} == {f"{url}/{name}" for name in shard_names(store, url)}
+    stats = tfr_gen("stats", files, "--format", "json", cwd=tmp_path, env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["records"] == 12
+    valid = tfr_gen("validate", str(SCHEMAS / "mnist.yaml"), files, cwd=tmp_path, env=env)
+    assert valid.returncode == 0, valid.stderr
+    assert "12 records" in valid.stdout + valid.stderr
+    missing = tfr_gen(
+        "validate", str(SCHEMAS / "mnist.yaml"), f"{url}/nothing-*", cwd=tmp_path, env=env
+    )
+    assert missing.returncode != 0
+    assert f"{url}/nothing-*" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_an_upload_that_fails_midway_leaves_no_object_and_no_pending_upload(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import s3fs
+
+    bucket = s3.new_bucket()
+    url = f"{bucket}/big.tfrecord"
+    parts: list[int] = []
+    upload = s3fs.core.S3File._upload_chunk
+
+    def failing(self: Any, final: bool = False) -> Any:
+        parts.append(1)
+        if len(parts) == 2:
+            raise ConnectionResetError("the connection broke during the upload")
+        return upload(self, final)
+
+    monkeypatch.setattr(s3fs.core.S3File, "_upload_chunk", failing)
+    records = [bytes([i]) * 1_000_000 for i in range(20)]  # 20 MB: four 5 MiB parts
+    options = {**s3.storage_options, "default_block_size": 5 << 20}
+    with pytest.raises(ConnectionResetError, match="broke during the upload"):
+        write_tfrecord(url, records, compression=None, storage_options=options)
+    assert len(parts) == 2
+    s3.fs.invalidate_cache()
+    assert not s3.fs.exists(url)
+    pending = s3.fs.call_s3("list_multipart_uploads", Bucket=bucket[5:])
+    assert not pending.get("Uploads")
+    monkeypatch.undo()
+    write_tfrecord(url, records, compression=None, storage_options=s3.storage_options)
+    assert list(read_tfrecord(url, storage_options=s3.storage_options)) == records
