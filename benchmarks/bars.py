@@ -5,7 +5,8 @@ against protobuf, ``decode_batch`` and the ``Dataset`` against TensorFlow's batc
 ``Dataset`` against vahidk's loader and (over 4 shards) TensorFlow's best-practice pipeline, the
 single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), the
 writer against ``tf.io.TFRecordWriter``, gzip writing and reading through ISA-L against the
-standard library's zlib, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch`` against
+standard library's zlib, the ``Dataset`` over shards in a local S3 server against s3fs reading their
+bytes, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch`` against
 per-record encoding, ``convert`` against a pyarrow baseline, and on the JPEG workload the
 ``Dataset`` against TensorFlow's image pipeline (with the same pixels: the decoders agree exactly).
 """
@@ -40,6 +41,7 @@ from benchmarks.contenders import (
     TFRGEN_WRITE,
     VAHIDK_READ,
 )
+from benchmarks.objectstore import S3_DATASET, S3_RAW
 from benchmarks.report_scan import ReportScan
 from benchmarks.results import WorkloadResult
 from benchmarks.workloads import BY_NAME, Workload
@@ -71,6 +73,8 @@ GZIP_WRITE_VS_STDLIB = 4.0
 """``write_tfrecord`` of a gzip file through ISA-L against the standard library's zlib, same records."""
 GZIP_READ_VS_STDLIB = 1.8
 """Reading a gzip file's records through ISA-L against the standard library's zlib, same file."""
+S3_DATASET_VS_RAW = 0.8
+"""The ``Dataset`` over 4 shards in a local S3 server against s3fs reading the same objects' bytes alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,7 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         (TFRGEN_WRITE, TF_WRITE, WRITE_VS_TF),
         (GZIP_WRITE, STDLIB_GZIP_WRITE, GZIP_WRITE_VS_STDLIB),
         (GZIP_READ, STDLIB_GZIP_READ, GZIP_READ_VS_STDLIB),
+        (S3_DATASET, S3_RAW, S3_DATASET_VS_RAW),
         (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, TO_ARROW_VS_DECODE_BATCH),
         (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, ENCODE_BATCH_VS_CONSTRUCT),
         (TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE, ENCODE_BATCH_VS_ENCODE),

@@ -11,6 +11,8 @@ Groups, each with the baseline its ratios are taken against:
   what reading the file costs at the least (page-cache reads in large chunks, crc32c over them and
   one copy of the bytes, as a reader that checks and hands over every record must do);
 * ``write`` (vs TensorFlow's ``TFRecordWriter``): serialized records -> a TFRecord file;
+* ``s3 read`` (vs s3fs reading the objects' bytes): the :data:`SHARDS` files in a local S3 server
+  (moto, on 127.0.0.1) through tfr-gen's ``Dataset`` (see :mod:`benchmarks.objectstore`);
 * ``scan`` (vs tfr-gen's ``read_tfrecord`` of raw bytes): the ``tfr-gen`` commands that read a
   whole file (``stats``, ``cat --format json``, ``infer``, ``validate``, ``report --html``), run in-process
   as the command line runs them, their output thrown away;
@@ -41,6 +43,7 @@ from typing import Any, Literal, Protocol, cast
 
 import crc32c
 
+from benchmarks.objectstore import S3_DATASET, S3_RAW, s3_dataset, s3_raw
 from benchmarks.prepare import Prepared
 from benchmarks.workloads import ROOT
 from codegen.cli import main as cli_main
@@ -49,7 +52,9 @@ from codegen.runtime import read_tfrecord, write_tfrecord
 from codegen.runtime.io.compression import Deflate, use_deflate
 from codegen.runtime.tf.parse import parse_specs
 
-Group = Literal["encode", "decode", "read", "write", "gzip write", "gzip read", "scan", "convert"]
+Group = Literal[
+    "encode", "decode", "read", "write", "gzip write", "gzip read", "s3 read", "scan", "convert"
+]
 
 GROUPS: tuple[Group, ...] = (
     "encode",
@@ -58,6 +63,7 @@ GROUPS: tuple[Group, ...] = (
     "write",
     "gzip write",
     "gzip read",
+    "s3 read",
     "scan",
     "convert",
 )
@@ -104,6 +110,7 @@ BASELINES: dict[Group, str] = {
     "write": TF_WRITE,
     "gzip write": STDLIB_GZIP_WRITE,
     "gzip read": STDLIB_GZIP_READ,
+    "s3 read": S3_RAW,
     "scan": TFRGEN_RAW_READ,
     "convert": TF_PYARROW_PARQUET,
 }
@@ -136,6 +143,8 @@ NAMES: tuple[str, ...] = (
     GZIP_READ,
     STDLIB_GZIP_READ,
     TF_GZIP_READ,
+    S3_DATASET,
+    S3_RAW,
     CLI_STATS,
     CLI_CAT,
     CLI_INFER,
@@ -171,13 +180,14 @@ class Contender:
 class Environment:
     """What the contenders may use: TensorFlow (``None``: ``tf_missing`` says why), vahidk's
     ``tfrecord`` (``vahidk_missing`` says why not), a scratch directory for written files, and pyarrow
-    (``arrow_missing`` says why not)."""
+    (``arrow_missing`` says why not), and s3fs with moto's S3 server (``s3_missing`` says why not)."""
 
     tf: Any
     tf_missing: str
     vahidk_missing: str | None
     scratch: Path
     arrow_missing: str | None = None
+    s3_missing: str | None = None
 
 
 def _encode(p: Prepared) -> Callable[[], Outcome]:
@@ -611,6 +621,32 @@ def _tf_gzip_read(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
     return run
 
 
+def _s3_rows(p: Prepared, env: Environment) -> list[Contender]:
+    """The ``s3 read`` rows (the server starts when the first of them runs)."""
+    if env.s3_missing or not hasattr(p.cls, "decode_batch"):
+        why = env.s3_missing or f"{p.cls.__name__} has no decode_batch: regenerate its module"
+        return [
+            Contender(S3_DATASET, "s3 read", None, why),
+            Contender(S3_RAW, "s3 read", None, why),
+        ]
+    name, scratch, count = p.workload.name, env.scratch, p.count
+
+    def shards() -> list[str]:
+        return _shards(p, scratch)
+
+    dataset = s3_dataset(name, p.cls, shards, count, _BATCH)
+    raw = s3_raw(name, shards, sum(os.path.getsize(path) for path in shards()))
+
+    def read_raw() -> Outcome:
+        raw()
+        return Outcome(count)
+
+    return [
+        Contender(S3_DATASET, "s3 read", lambda: Outcome(dataset())),
+        Contender(S3_RAW, "s3 read", read_raw),
+    ]
+
+
 def _command(p: Prepared, *args: str) -> Callable[[], Outcome]:
     """``tfr-gen ARGS...`` in-process on the workload's file (``{file}``, ``{schema}`` and
     ``{record}`` in ``args`` are filled in), output to the null device; a failure stops the run."""
@@ -689,6 +725,7 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         Contender(GZIP_READ, "gzip read", _gzip_read(p, scratch, "isal")),
         Contender(STDLIB_GZIP_READ, "gzip read", _gzip_read(p, scratch, "zlib")),
         with_tf(TF_GZIP_READ, "gzip read", lambda: _tf_gzip_read(p, tf, scratch)),
+        *_s3_rows(p, env),
         Contender(CLI_STATS, "scan", _command(p, "stats", "{file}")),
         Contender(CLI_CAT, "scan", _command(p, "cat", "--format", "json", "{file}")),
         Contender(CLI_INFER, "scan", _command(p, "infer", "{file}")),

@@ -13,6 +13,8 @@ from pathlib import Path
 from benchmarks import bars
 from benchmarks.contenders import BASELINES, Contender, Environment, contenders
 from benchmarks.machine import machine_info
+from benchmarks.objectstore import missing as s3_missing
+from benchmarks.objectstore import stop_server
 from benchmarks.prepare import prepare, verify
 from benchmarks.report import RunReport
 from benchmarks.results import Row, WorkloadResult
@@ -66,6 +68,7 @@ def load_environment(scratch: Path) -> Environment:
         vahidk_missing=vahidk_missing,
         scratch=scratch,
         arrow_missing=arrow_missing,
+        s3_missing=s3_missing(),
     )
 
 
@@ -124,7 +127,10 @@ def run(workloads: Sequence[Workload], settings: Settings) -> RunReport:
     """Run every workload and collect the report."""
     machine = machine_info()
     env = load_environment(settings.data_dir / "written")
-    results = tuple(run_workload(w, settings, env) for w in workloads)
+    try:
+        results = tuple(run_workload(w, settings, env) for w in workloads)
+    finally:
+        stop_server()
     timing = (
         f"median of {settings.repeats} timed rounds after {settings.warmups} warm-up round(s), "
         "contenders interleaved in each round"

@@ -43,6 +43,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
         TFRGEN_DECODE_BATCH,
         VAHIDK_READ,
     )
+    from benchmarks.objectstore import S3_DATASET, S3_RAW
     from benchmarks.workloads import BY_NAME, Skip, load
 
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
@@ -83,7 +84,8 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
                 assert row["skipped"] == "no encoded images"
                 continue
             if (
-                name in (TFRGEN_DECODE_BATCH, TFRGEN_DATASET, TFRGEN_DATASET_SHARDS)
+                name
+                in (TFRGEN_DECODE_BATCH, TFRGEN_DATASET, TFRGEN_DATASET_SHARDS, S3_DATASET, S3_RAW)
                 and not columnar
             ):
                 assert "has no decode_batch" in row["skipped"]
@@ -91,7 +93,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
             assert row["skipped"] is None, (where, row)
             assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
         assert f"| {where} | tfr-gen decode |" in out_md.read_text()
-    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 13 + ["sequence"] * 13
+    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 14 + ["sequence"] * 14
     for bar in report["bars"]:
         assert bar["verdict"] in ("PASS", "FAIL") or bar["baseline"] == VAHIDK_READ, bar
 
@@ -224,6 +226,7 @@ def test_contenders_select_rows_with_their_baselines_and_bars(bench: ModuleType)
         Contender,
         Group,
     )
+    from benchmarks.objectstore import S3_DATASET, S3_RAW
     from benchmarks.suite import _chosen
     from benchmarks.workloads import BY_NAME
 
@@ -241,6 +244,11 @@ def test_contenders_select_rows_with_their_baselines_and_bars(bench: ModuleType)
     assert chosen == [TFRGEN_ENCODE, TFRGEN_CONSTRUCT_ENCODE, TFRGEN_ENCODE_BATCH, PROTOBUF_BUILD]
     chosen = [c.name for c in _chosen(entries, ["to_arrow"], BY_NAME["mnist"])]
     assert chosen == [TFRGEN_DECODE_BATCH, TFRGEN_TO_ARROW, "protobuf parse+access"]
+    s3_rows = [Contender(S3_DATASET, "s3 read", None), Contender(S3_RAW, "s3 read", None)]
+    assert [c.name for c in _chosen(entries + s3_rows, ["S3"], BY_NAME["mnist"])] == [
+        S3_DATASET,
+        S3_RAW,
+    ]
 
 
 def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
@@ -268,6 +276,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         TFRGEN_WRITE,
         VAHIDK_READ,
     )
+    from benchmarks.objectstore import S3_DATASET, S3_RAW
     from benchmarks.report import RunReport, format_markdown, format_text
     from benchmarks.results import Row, WorkloadResult
 
@@ -292,6 +301,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         (TFRGEN_WRITE, TF_WRITE, None, "SKIP"),
         (GZIP_WRITE, STDLIB_GZIP_WRITE, None, "SKIP"),
         (GZIP_READ, STDLIB_GZIP_READ, None, "SKIP"),
+        (S3_DATASET, S3_RAW, None, "SKIP"),
         (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, None, "SKIP"),
         (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, None, "SKIP"),
         (TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE, None, "SKIP"),
