@@ -1,4 +1,5 @@
-"""indexed() over stores: random records come from ranged reads, not from the whole file."""
+"""Reading over HTTP: indexed() takes random records by ranged reads, not the whole file; a file
+read through is asked for in large blocks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 
 import fsspec
 
+from codegen.runtime.io.files import SEQUENTIAL_BLOCK
 from codegen.runtime.io.indexed import INDEX_SUFFIX, IndexedReader, write_index
+from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
 
 RECORDS = [bytes([i % 251]) * (100 + i * 7919 % 3000) for i in range(2000)]
@@ -49,3 +52,14 @@ def test_s3_random_access_equals_local_reads(s3: Any, tmp_path: Any) -> None:
         assert remote.index_path == url + INDEX_SUFFIX
         assert [remote[i] for i in _picks()] == [near[i] for i in _picks()]
         assert remote[10:13] == RECORDS[10:13]
+
+
+def test_a_file_read_through_is_asked_for_in_large_blocks(http_files: Any) -> None:
+    local = http_files.directory / "r.tfrecord"
+    write_tfrecord(local, RECORDS * 4, compression=None)  # about 13 MB
+    size = local.stat().st_size
+    http_files.clear()
+    assert list(read_tfrecord(http_files.url + "r.tfrecord")) == RECORDS * 4
+    gets = [r for r in http_files.requests if r.method == "GET" and r.path == "/r.tfrecord"]
+    assert sum(r.sent for r in gets) == size
+    assert len(gets) <= -(-size // SEQUENTIAL_BLOCK) + 1, [r.range for r in gets]
