@@ -5,6 +5,9 @@ next shard ahead, with DataLoader workers) and the CLI; an upload that fails mid
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import textwrap
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,8 @@ from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
 from support.cli import tfr_gen
 from support.modules import generated_module
-from support.paths import SCHEMAS
+from support.paths import GENERATED, SCHEMAS
+from support.processes import PYTHON
 
 Digit = generated_module("mnist").Digit
 
@@ -161,3 +165,44 @@ def test_an_upload_that_fails_midway_leaves_no_object_and_no_pending_upload(
     monkeypatch.undo()
     write_tfrecord(url, records, compression=None, storage_options=s3.storage_options)
     assert list(read_tfrecord(url, storage_options=s3.storage_options)) == records
+
+
+def test_a_writer_killed_midway_leaves_no_shard_and_no_manifest_in_s3(s3: Any) -> None:
+    url = f"{s3.new_bucket()}/digits"
+    Digit.write_dataset(url, digits(4), storage_options=s3.storage_options)
+    options = {**s3.storage_options, "default_block_size": 5 << 20}  # parts sent as it writes
+    script = textwrap.dedent(
+        f"""\
+        import os, signal, sys
+        import numpy as np
+        sys.path.insert(0, {str(GENERATED)!r})
+        from mnist import Digit
+
+        def records():
+            for i in range(20000):
+                if i == 10000:  # about 12 MB written: two parts uploaded
+                    os.kill(os.getpid(), signal.SIGKILL)
+                yield Digit(label=i, image=np.full(784, i % 256, dtype=np.int64))
+
+        Digit.write_dataset(
+            {url!r}, records(), compression=None, overwrite=True, storage_options={options!r}
+        )
+        """
+    )
+    done = subprocess.run([*PYTHON, "-c", script], check=False, timeout=300)
+    assert done.returncode == -signal.SIGKILL
+    bucket = url[5:].split("/")[0]
+    pending = s3.fs.call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads", [])
+    assert pending  # the shard's upload had started, and was never completed
+    s3.fs.invalidate_cache()
+    names = sorted(path.rsplit("/", 1)[1] for path in s3.fs.ls(url[5:]))
+    shards = [name for name in names if ".tfrecord" in name]
+    assert len(shards) == 1 and [n for n in names if n.endswith(".manifest.json")] == [
+        "digit.manifest.json"
+    ]
+    assert [d.label for d in Digit.read_dataset(url, storage_options=s3.storage_options)] == [
+        0,
+        1,
+        2,
+        3,
+    ]  # the previous dataset, untouched: no object of the killed write under a final name
