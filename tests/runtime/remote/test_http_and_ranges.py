@@ -1,5 +1,5 @@
-"""Reading over HTTP: indexed() takes random records by ranged reads, not the whole file; a file
-read through is asked for in large blocks."""
+"""Reading over HTTP and S3: indexed() takes random records by ranged reads, not the whole file; a
+file read through is asked for in large blocks; the Dataset reads files served over HTTP."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import random
 from typing import Any
 
 import fsspec
+import numpy as np
 
 from codegen.runtime.io.files import SEQUENTIAL_BLOCK
 from codegen.runtime.io.indexed import INDEX_SUFFIX, IndexedReader, write_index
 from codegen.runtime.io.reader import read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
+from support.modules import generated_module
 
 RECORDS = [bytes([i % 251]) * (100 + i * 7919 % 3000) for i in range(2000)]
 """About 3 MB of records of varied sizes."""
@@ -63,3 +65,13 @@ def test_a_file_read_through_is_asked_for_in_large_blocks(http_files: Any) -> No
     gets = [r for r in http_files.requests if r.method == "GET" and r.path == "/r.tfrecord"]
     assert sum(r.sent for r in gets) == size
     assert len(gets) <= -(-size // SEQUENTIAL_BLOCK) + 1, [r.range for r in gets]
+
+
+def test_the_dataset_reads_files_served_over_http(http_files: Any) -> None:
+    digit = generated_module("mnist").Digit
+    records = [digit(label=i, image=np.full(784, i, dtype=np.int64)) for i in range(50)]
+    for k in range(3):
+        digit.write_tfrecord(http_files.directory / f"d-{k}.tfrecord", records[k::3])
+    files = [f"{http_files.url}d-{k}.tfrecord" for k in range(3)]
+    dataset = digit.dataset(files, batch_size=None)
+    assert [d.label for d in dataset] == [r.label for k in range(3) for r in records[k::3]]
