@@ -33,8 +33,6 @@ BLOCK_SIZE = 1 << 23
 DEPTH = 2
 """How many fetched blocks a :class:`ReadAhead` keeps ready."""
 
-_END = b""
-
 
 class ReadAhead:
     """The bytes of the file ``open()`` opens, fetched ahead in a background thread.
@@ -65,7 +63,7 @@ class ReadAhead:
         self._thread.start()
 
     def _fetch(self) -> None:
-        """The thread: the file's blocks, then ``_END`` (or the error that stopped it)."""
+        """The thread: the file's blocks, then ``b""`` (or the error that stopped it)."""
         try:
             with self._open() as file:
                 while not self._stop.is_set():
@@ -84,6 +82,11 @@ class ReadAhead:
                 continue
             return True
         return False
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread still runs (it ends at the end of the file, an error or :meth:`close`)."""
+        return self._thread.is_alive()
 
     def readinto(self, buffer: Buffer) -> int:
         """Fills the start of ``buffer`` with the next bytes (at least one until the file ends)
@@ -172,7 +175,7 @@ class FilesAhead:
         file's."""
         ahead = self._started.pop(key, None) or self._start(key)
         if ahead is not None:
-            self._given = [a for a in self._given if a._thread.is_alive()]
+            self._given = [a for a in self._given if a.running]
             self._given.append(ahead)
         position = self._order.index(key) if key in self._order else len(self._order)
         following = self._order[position + 1 : position + 2]
