@@ -68,6 +68,7 @@ def test_closing_early_stops_the_thread(tmp_path: Path) -> None:
     path.write_bytes(b"z" * 1_000_000)
     ahead = ReadAhead(lambda: path.open("rb"), "x", block_size=1000, depth=2)
     assert ahead.read(5) == b"zzzzz"
+    assert ahead.running  # two blocks wait to be read: the thread waits to queue the third
     ahead.close()
-    assert not _threads()
+    assert not ahead.running and not _threads()
     assert ahead.read(5) == b""
