@@ -218,15 +218,15 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         file = self.send_head()
-        sent = 0
+        data = b""
         if file is not None:
             with file:
                 path, start, end = self._span
                 file.seek(start)
                 data = file.read(end - start)
-                self.wfile.write(data)
-                sent = len(data)
-        self.server.record(Request("GET", self.path, self.headers.get("Range"), sent))
+        # Recorded before the body is sent: a client that has the body finds its request listed.
+        self.server.record(Request("GET", self.path, self.headers.get("Range"), len(data)))
+        self.wfile.write(data)
 
     def do_HEAD(self) -> None:
         file = self.send_head()
