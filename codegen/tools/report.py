@@ -47,13 +47,15 @@ from typing import TextIO
 import numpy as np
 
 from codegen.dtypes import Wire
-from codegen.errors import RecordError
-from codegen.generator.ir import FeatureIR
+from codegen.errors import RecordError, TfrGenError
+from codegen.generator.ir import FeatureIR, RecordIR
+from codegen.generator.load import parse_schema
 from codegen.runtime.io.compression import CompressionArg
 from codegen.tools.anomalies import declared_keys
 from codegen.tools.drift import jensen_shannon, l_infinity
-from codegen.tools.dynamic import DynamicRecord
-from codegen.tools.observe import KeyObservation, Observation
+from codegen.tools.dynamic import DynamicRecord, build_codec, select_record
+from codegen.tools.inference import infer_record, schema_yaml
+from codegen.tools.observe import KeyObservation, Observation, parse_record
 from codegen.tools.sampling import Sample
 from codegen.tools.scan import Scanner
 from codegen.tools.sketches import equal_width_edges
@@ -93,23 +95,40 @@ class Dataset:
     """Pictures of each image feature (by key), from the first records that decode."""
 
 
+def _inferred(observation: Observation) -> RecordIR | None:
+    """The record ``tfr-gen infer`` would write for the observed records (``None``: none can)."""
+    try:
+        inferred = infer_record(observation, name="Inferred", doc="The observed records.")
+        return select_record(parse_schema(schema_yaml(inferred), "<inferred>"), None)
+    except TfrGenError:
+        return None
+
+
 def _thumbnails(
-    record: DynamicRecord, paths: Sequence[str], compression: CompressionArg
+    record: RecordIR, paths: Sequence[str], compression: CompressionArg
 ) -> dict[str, list[str]]:
-    images = [f for f in record.record.all_features if is_image(f)]
-    pictures: dict[str, list[str]] = {f.key: [] for f in images}
-    if not images:
+    """Up to :data:`THUMBNAILS` pictures of each image feature of ``record`` (not of its feature
+    lists), from the first records where it decodes: the scan stops when every feature has its
+    pictures, and only the images shown (and those that fail) are decoded."""
+    codecs = [(f.key, build_codec(record, f)) for f in record.features if is_image(f)]
+    pictures: dict[str, list[str]] = {key: [] for key, _ in codecs}
+    if not codecs:
         return pictures
     with Scanner(paths, limit=THUMBNAILS * 16, compression=compression) as scanner:
         for item in scanner:
             try:
-                values = record.decode(item.data)
+                features, _ = parse_record(item.data)
             except RecordError:
                 continue
-            for feature in images:
-                picture = thumbnail(values[feature.name])
-                if picture is not None and len(pictures[feature.key]) < THUMBNAILS:
-                    pictures[feature.key].append(picture)
+            for key, codec in codecs:
+                if len(pictures[key]) == THUMBNAILS:
+                    continue
+                try:
+                    picture = thumbnail(DynamicRecord.decode_feature(codec, features))
+                except RecordError:
+                    continue
+                if picture is not None:
+                    pictures[key].append(picture)
             if all(len(shown) == THUMBNAILS for shown in pictures.values()):
                 break
     return pictures
@@ -127,7 +146,9 @@ def collect_dataset(
 ) -> Dataset:
     """Scan ``paths`` (corrupt stretches passed over and counted); with ``record``, check them
     against it as ``validate --strict`` does (a second pass, over every record). ``compression`` is
-    that of every file (``"auto"``: detected per file from its first bytes)."""
+    that of every file (``"auto"``: detected per file from its first bytes). Image features
+    (``record``'s, or without it those of the schema inferred from the records: JPEG and PNG images
+    by their signature, the tutorials' raw images by their shape key) get thumbnails."""
     observation = Observation(detailed=True)
     stats = collect_stats(
         paths,
@@ -139,8 +160,12 @@ def collect_dataset(
         compression=compression,
     )
     dataset = Dataset(name, stats, None if sample is None else (sample, seed))
-    if record is not None and not stats.interrupted:
-        dataset.thumbnails = _thumbnails(record, paths, compression)
+    if stats.interrupted:
+        return dataset
+    described = _inferred(observation) if record is None else record.record
+    if described is not None:
+        dataset.thumbnails = _thumbnails(described, paths, compression)
+    if record is not None:
 
         def found(problem: Problem) -> None:
             if len(dataset.problems) < PROBLEMS:
@@ -330,9 +355,7 @@ def report_json(
                         d.stats.observation.records,
                         section == "feature_lists",
                         edges,
-                        d.thumbnails.get(key)
-                        if feature is not None and is_image(feature)
-                        else None,
+                        None if section == "feature_lists" else d.thumbnails.get(key),
                     )
                     for s, d in zip(seen, datasets, strict=True)
                 ],

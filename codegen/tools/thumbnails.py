@@ -1,8 +1,10 @@
 """Small PNG pictures of image features, as ``data:`` URLs an HTML page shows without a network.
 
 An image feature is a raw ``uint8`` tensor shaped ``(height, width, 3)`` (RGB) or
-``(height, width, 1)`` (grey), of fixed or variable height and width (``encoding: raw``). A picture
-is scaled down by taking every ``n``-th pixel so that neither side exceeds :data:`SIDE`.
+``(height, width, 1)`` (grey), of fixed or variable height and width (``encoding: raw``), or an
+encoded image (``encoding: jpeg``, ``png`` or ``image``, of any channels: a picture of one with an
+alpha channel leaves the alpha out). A picture is scaled down by taking every ``n``-th pixel so that
+neither side exceeds :data:`SIDE`.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ SIDE = 96
 
 
 def is_image(feature: FeatureIR) -> bool:
-    """Whether ``feature`` holds raw images (see the module's description)."""
+    """Whether ``feature`` holds images (see the module's description); a raw one of unknown
+    channels (an inferred schema's) may hold images, and :func:`thumbnail` tells each value."""
     shape = feature.shape
-    return feature.raw and feature.dtype is UINT8 and len(shape) == 3 and shape[2] in (1, 3)
+    if feature.dtype is not UINT8 or len(shape) != 3:
+        return False
+    return feature.kind.name == "encoded_image" or (feature.raw and shape[2] in (None, 1, 3))
 
 
 def png(pixels: NDArray[np.uint8]) -> bytes:
@@ -51,13 +56,16 @@ def png(pixels: NDArray[np.uint8]) -> bytes:
 
 
 def thumbnail(value: Any) -> str | None:
-    """A ``data:image/png`` URL of one decoded image (an array shaped ``(height, width, 1 or 3)``),
-    or ``None`` for anything else (an empty image, an absent optional one)."""
+    """A ``data:image/png`` URL of one decoded image (an array shaped ``(height, width, 1 to 4)``:
+    grey, grey and alpha, RGB, RGBA; the alpha is left out), or ``None`` for anything else (an empty
+    image, an absent optional one)."""
     if not isinstance(value, np.ndarray) or value.dtype != np.uint8 or value.ndim != 3:
         return None
     height, width, channels = value.shape
-    if channels not in (1, 3) or not height or not width:
+    if channels not in (1, 2, 3, 4) or not height or not width:
         return None
+    if channels in (2, 4):
+        value = value[..., : channels - 1]
     step = max(1, -(-max(height, width) // SIDE))
     small = np.ascontiguousarray(value[::step, ::step])
     return "data:image/png;base64," + base64.b64encode(png(small)).decode("ascii")

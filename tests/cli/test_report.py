@@ -4,6 +4,7 @@ thumbnails, sequence features, sampling, and the command's errors."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -243,6 +244,99 @@ def test_schema_descriptions_anomalies_and_thumbnails(tmp_path: Path) -> None:
     validation = document["datasets"][0]["validation"]
     assert validation["summary"]["records"] == 6
     assert (validation["problems"], validation["anomalies"]) == ([], [])
+
+
+def picture(url: str) -> bytes:
+    """The PNG file of a thumbnail's ``data:`` URL."""
+    head, data = url.split(",", 1)
+    assert head == "data:image/png;base64"
+    return base64.b64decode(data)
+
+
+def gradient(height: int, width: int, shift: int) -> np.ndarray:
+    """A smooth RGB picture (JPEG keeps it close)."""
+    rows, columns = np.mgrid[0:height, 0:width]
+    return np.stack([rows + shift, columns, rows + columns], axis=-1).astype(np.uint8)
+
+
+def test_thumbnails_of_encoded_images_with_a_schema(tf: Any, tmp_path: Path) -> None:
+    jpeg_image = generated_module("jpeg_image")
+    records = [jpeg_image.JpegImage(label=i, image=gradient(256, 256, 10 * i)) for i in range(6)]
+    jpeg_image.JpegImage.write_tfrecord(tmp_path / "photos.tfrecord", records)
+    code, out, err = run_cli(
+        "report",
+        "photos.tfrecord",
+        "--schema",
+        str(SCHEMAS / "jpeg_image.yaml"),
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
+    assert (code, err) == (0, "")
+    (stats,) = feature(json.loads(out), "image/encoded")["stats"]
+    assert len(stats["thumbnails"]) == 4
+    parsed = tf.data.TFRecordDataset(str(tmp_path / "photos.tfrecord")).take(4)
+    for url, record in zip(stats["thumbnails"], parsed, strict=True):
+        example = tf.train.Example.FromString(record.numpy())
+        encoded = example.features.feature["image/encoded"].bytes_list.value[0]
+        pixels = tf.io.decode_jpeg(encoded).numpy()
+        # TensorFlow's decode of the JPEG, every 3rd pixel (256 / 96 rounded up).
+        assert np.array_equal(tf.io.decode_png(picture(url)).numpy(), pixels[::3, ::3])
+
+
+def test_thumbnails_without_a_schema(tf: Any, tmp_path: Path) -> None:
+    """Encoded images are known by their signature (PNG with alpha and grey, JPEG) and the
+    tutorials' raw images by their shape key, as ``tfr-gen infer`` knows them."""
+    rgba = np.dstack([gradient(20, 30, 0), np.full((20, 30), 128, np.uint8)])
+    grey = gradient(40, 10, 5)[..., :1]
+    raw = gradient(12, 9, 7)
+    messages = []
+    for i in range(5):
+        png = tf.io.encode_png(rgba if i % 2 else grey).numpy()
+        jpeg = tf.io.encode_jpeg(gradient(16, 16, i)).numpy()
+        shape = np.array(raw.shape, np.int32).tobytes()
+        messages.append(
+            example(tf, png=[png], jpeg=[jpeg], raw=[raw.tobytes()], raw_shape=[shape], n=[i])
+        )
+    tf_write(tf, tmp_path / "d.tfrecord", messages)
+    code, out, err = run_cli("report", "d.tfrecord", "--format", "json", cwd=tmp_path)
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    shown = {
+        f["key"]: [tf.io.decode_png(picture(url)).numpy() for url in f["stats"][0]["thumbnails"]]
+        for f in document["features"]
+        if "thumbnails" in f["stats"][0]
+    }
+    assert sorted(shown) == ["jpeg", "png", "raw"]
+    assert [p.shape for p in shown["png"]] == [(40, 10, 1), (20, 30, 3)] * 2
+    assert np.array_equal(shown["png"][0], grey) and np.array_equal(shown["png"][1], rgba[..., :3])
+    assert [p.shape for p in shown["jpeg"]] == [(16, 16, 3)] * 4
+    assert all(np.array_equal(p, raw) for p in shown["raw"]) and len(shown["raw"]) == 4
+    assert feature(document, "n")["stats"][0].get("thumbnails") is None
+
+
+def test_thumbnails_decode_only_the_images_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codegen.runtime.codec import images
+    from codegen.tools.report import THUMBNAILS, collect_dataset
+
+    jpeg_image = generated_module("jpeg_image")
+    jpeg_image.JpegImage.write_tfrecord(
+        tmp_path / "photos.tfrecord",
+        [jpeg_image.JpegImage(label=i, image=gradient(256, 256, i)) for i in range(40)],
+    )
+    decoded = []
+    decode = images.decode_image
+
+    def counted(data: bytes, channels: int | None = None) -> np.ndarray:
+        decoded.append(data)
+        return decode(data, channels)
+
+    monkeypatch.setattr(images, "decode_image", counted)
+    dataset = collect_dataset("data", [str(tmp_path / "photos.tfrecord")])
+    assert len(dataset.thumbnails["image/encoded"]) == THUMBNAILS
+    assert len(decoded) == THUMBNAILS
 
 
 def test_anomalies_and_problems_with_their_records(tf: Any, tmp_path: Path) -> None:

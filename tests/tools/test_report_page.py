@@ -184,3 +184,31 @@ def test_thumbnails_show(browser: Any, tmp_path: Path) -> None:
     assert browser.execute_script("return arguments[0].naturalWidth", image) == 8
     assert image.get_attribute("src") == url
     assert base64.b64decode(url.split(",", 1)[1]).startswith(b"\x89PNG")
+
+
+def test_thumbnails_of_encoded_images_show(browser: Any, tmp_path: Path) -> None:
+    from support.modules import generated_module
+
+    jpeg_image = generated_module("jpeg_image")
+    rows, columns = np.mgrid[0:256, 0:256]
+    pixels = np.stack([rows, columns, rows // 2], axis=-1).astype(np.uint8)
+    jpeg_image.JpegImage.write_tfrecord(
+        tmp_path / "photos.tfrecord",
+        [jpeg_image.JpegImage(label=i, image=pixels) for i in range(5)],
+    )
+    code, _, _ = run_cli("report", "photos.tfrecord", "--html", "page.html", cwd=tmp_path)
+    assert code == 0
+    open_page(browser, tmp_path / "page.html")
+    assert console_problems(browser) == []
+    (section,) = [
+        s
+        for s in browser.find_elements("css selector", "section.feature")
+        if s.get_attribute("data-key") == "image/encoded"
+    ]
+    assert section.find_element("css selector", "details").get_attribute("open") is not None
+    shown = section.find_elements("css selector", ".thumbs img")
+    assert len(shown) == 4
+    for image in shown:
+        assert image.is_displayed()
+        size = "return [arguments[0].naturalWidth, arguments[0].naturalHeight]"
+        assert browser.execute_script(size, image) == [86, 86]  # every 3rd pixel of 256

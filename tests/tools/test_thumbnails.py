@@ -1,4 +1,4 @@
-"""Thumbnails of raw images: PNG files that TensorFlow decodes to the scaled-down pixels."""
+"""Thumbnails of images: PNG files that TensorFlow decodes to the scaled-down pixels."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_thumbnail_scales_down(tf: Any) -> None:
     [
         None,
         np.zeros((0, 4, 3), np.uint8),
-        np.zeros((4, 4, 2), np.uint8),
+        np.zeros((4, 4, 5), np.uint8),
         np.zeros((4, 4), np.uint8),
         np.zeros((4, 4, 3), np.float32),
     ],
@@ -44,10 +44,25 @@ def test_no_thumbnail_of_what_is_not_an_image(value: Any) -> None:
     assert thumbnail(value) is None
 
 
+@pytest.mark.parametrize("channels", [2, 4])
+def test_thumbnail_leaves_the_alpha_out(tf: Any, channels: int) -> None:
+    image = np.random.default_rng(2).integers(0, 256, size=(6, 5, channels), dtype=np.uint8)
+    url = thumbnail(image)
+    assert url is not None
+    decoded = tf.io.decode_png(base64.b64decode(url.split(",", 1)[1])).numpy()
+    assert np.array_equal(decoded, image[..., : channels - 1])
+
+
 def test_image_features_of_the_example_schemas() -> None:
     found = {}
-    for name in ("raw_image", "photo", "image", "customer"):
+    for name in ("raw_image", "photo", "jpeg_image", "image", "customer"):
         schema = load_schema(SCHEMAS / f"{name}.yaml")
         for record in schema.records:
             found[name] = [f.name for f in record.all_features if is_image(f)]
-    assert found == {"raw_image": ["image"], "photo": ["image"], "image": [], "customer": []}
+    assert found == {
+        "raw_image": ["image"],
+        "photo": ["image"],
+        "jpeg_image": ["image"],
+        "image": [],
+        "customer": [],
+    }
