@@ -54,10 +54,16 @@ record of its part of the data once per epoch:
   finds alike, and when every shard reads every file, a stretch is reported by the one shard that
   owns the index of the record after it (a file that cannot be opened: index 0). Callbacks and
   counters live in the process that reads, so in DataLoader workers they are the workers'.
+* **Changed shards**: a manifest's shard is read only if its size is the manifest's, and its
+  crc32c is computed in the pass that reads it: a shard replaced after the dataset was written
+  (other bytes of the same size) raises :class:`~codegen.errors.TfrGenError` when its last record
+  has been read, or with ``on_error="skip"`` is reported as a span of length 0 at its end (its
+  records were read; a size that differs skips the whole shard before it is read).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
@@ -86,13 +92,13 @@ from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.accel import speedups
 from codegen.runtime.data.position import EpochCounter, Position
 from codegen.runtime.data.schemainfo import SchemaInfo
-from codegen.runtime.data.sources import Files, Source, count_records, find_sources
+from codegen.runtime.data.sources import Files, SourceReader, count_records, find_sources
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import file_size
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.prefetch import FilesAhead
-from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import (
     OnError,
     OnSkip,
@@ -259,12 +265,11 @@ class Dataset(Generic[T]):
         )
         if count:
             self._sources = tuple(
-                Source(s.path, s.compression, count_records(s, storage_options), s.size)
+                dataclasses.replace(s, records=count_records(s, storage_options))
                 for s in self._sources
             )
         self.files = tuple(source.path for source in self._sources)
         self._compressions = tuple(source.compression for source in self._sources)
-        self._listed_sizes = tuple(source.size for source in self._sources)
         self._schema = schema
         self._decode = decode
         self._decode_batch = decode_batch
@@ -715,17 +720,17 @@ class Dataset(Generic[T]):
                 with reader:
                     # (data, file, index) tuples made in C: this runs per record
                     yield from zip(
-                        self._records_of(reader), itertools.repeat(file), itertools.count()
+                        reader.records(self._views), itertools.repeat(file), itertools.count()
                     )
             return
         pending = iter(order)
-        turns: list[tuple[int, TFRecordReader, Iterator[tuple[int, bytes]]]] = []
+        turns: list[tuple[int, SourceReader, Iterator[tuple[int, bytes]]]] = []
         try:
             while len(turns) < self.interleave:
                 opened = self._next_open(pending, shared, ahead)
                 if opened is None:
                     break
-                turns.append((*opened, enumerate(self._records_of(opened[1]))))
+                turns.append((*opened, enumerate(opened[1].records(self._views))))
             turn = 0
             while turns:
                 turn %= len(turns)
@@ -737,7 +742,7 @@ class Dataset(Generic[T]):
                     if opened is None:
                         del turns[turn]
                     else:
-                        turns[turn] = (*opened, enumerate(self._records_of(opened[1])))
+                        turns[turn] = (*opened, enumerate(opened[1].records(self._views)))
                     continue
                 yield record[1], file, record[0]
                 turn += 1
@@ -745,20 +750,9 @@ class Dataset(Generic[T]):
             for _, reader, _ in turns:
                 reader.close()
 
-    def _records_of(self, reader: TFRecordReader) -> Iterator[bytes]:
-        """The records of ``reader``: views of its buffers (no copy, memory from the accelerator's
-        pool) when it is built and no shuffle buffer holds records for long; else ``bytes``.
-
-        The views stand in for ``bytes``: with the accelerator, every decoder (the compiled plan,
-        ``scan_batch``, the C ``parse_example``) takes any buffer.
-        """
-        if self._views:
-            return cast("Iterator[bytes]", reader.views())
-        return iter(reader)
-
     def _next_open(
         self, pending: Iterator[int], shared: Shard | None, ahead: FilesAhead
-    ) -> tuple[int, TFRecordReader] | None:
+    ) -> tuple[int, SourceReader] | None:
         """The next of the ``pending`` files that opens, with its reader; ``None`` when none is
         left."""
         for file in pending:
@@ -767,15 +761,24 @@ class Dataset(Generic[T]):
                 return file, reader
         return None
 
-    def _open(self, file: int, shared: Shard | None, ahead: FilesAhead) -> TFRecordReader | None:
+    def _open(self, file: int, shared: Shard | None, ahead: FilesAhead) -> SourceReader | None:
         """A reader of file ``file`` (of its read-ahead from ``ahead`` for a file at a URL); with
         ``on_error="skip"``, ``None`` for a file that cannot be opened, which is reported.
 
+        Its records are views of its buffers (no copy, memory from the accelerator's pool) when
+        it is built and no shuffle buffer holds records for long; else ``bytes``. The views stand
+        in for ``bytes``: with the accelerator, every decoder (the compiled plan, ``scan_batch``,
+        the C ``parse_example``) takes any buffer.
+
         ``shared`` is the shard when every shard reads every file: a skipped stretch is then
-        reported only by the shard that owns the index of the record after it.
+        reported only by the shard that owns the index of the record after it. A manifest's shard
+        whose size is not the manifest's is not read; one whose crc32c is not the manifest's is
+        found when its last record has been read: it raises, or is reported as a span of length
+        0 at its end (its records were read: a check in the reading pass cannot take them back).
         """
-        path, compression = self.files[file], self._compressions[file]
-        listed = self._listed_sizes[file]
+        source = self._sources[file]
+        path, listed = source.path, source.size
+        owner = not self._quiet and (shared is None or file % shared.count == shared.index)
         size = None if listed is None else _size(path, self._storage)
         if size != listed:
             changed = (
@@ -784,31 +787,46 @@ class Dataset(Generic[T]):
             )
             if self.on_error == "raise":
                 raise TfrGenError(f"{path}: {changed}")
-            if not self._quiet and (shared is None or file % shared.count == shared.index):
+            if owner:
                 self._report(SkippedSpan(path, 0, size or 0, changed))
             return None
-        fetched = ahead.take(file)
-        source: str | BinaryIO = path if fetched is None else cast("BinaryIO", fetched)
+        fetched = cast("BinaryIO | None", ahead.take(file))
         if self.on_error == "raise":
-            return TFRecordReader(source, compression=compression, storage_options=self._storage)
+
+            def refused(reason: str) -> None:
+                raise TfrGenError(f"{path}: {reason}")
+
+            return SourceReader(
+                source,
+                refused,
+                max_record_bytes=DEFAULT_MAX_RECORD_BYTES,
+                stream=fetched,
+                storage_options=self._storage,
+            )
         report = self._report
 
         def owned(span: SkippedSpan) -> None:
             if self._quiet:
                 return
-            if shared is None or (file + reader.index) % shared.count == shared.index:
+            if shared is None or (file + reader.reader.index) % shared.count == shared.index:
                 report(span)
 
+        def reported(reason: str) -> None:
+            if owner:
+                report(SkippedSpan(path, size or 0, 0, f"{reason}; its records were read"))
+
         try:
-            reader = TFRecordReader(
+            reader = SourceReader(
                 source,
-                compression=compression,
+                reported,
                 on_error="skip",
                 on_skip=owned,
+                max_record_bytes=DEFAULT_MAX_RECORD_BYTES,
+                stream=fetched,
                 storage_options=self._storage,
             )
         except OSError as exc:
-            if not self._quiet and (shared is None or file % shared.count == shared.index):
+            if owner:
                 reason = f"cannot read the file: {exc.strerror or exc}"
                 report(SkippedSpan(path, 0, _size(path, self._storage), reason))
             return None

@@ -285,17 +285,8 @@ def _open_shard(store: Store, shard: ShardInfo) -> ChecksummedInput:
 
 def _changed(path: str, shard: ShardInfo, file: ChecksummedInput) -> str | None:
     """Why the shard read through ``file`` is not the one its manifest lists, if it is not."""
-    if file.size != shard.size:
-        return (
-            f"{path}: the shard has {file.size} bytes but the manifest lists {shard.size}: it was"
-            " changed or replaced after the dataset was written"
-        )
-    if shard.crc32c is not None and file.crc32c != shard.crc32c:
-        return (
-            f"{path}: the shard's crc32c is {file.crc32c:08x} but the manifest lists"
-            f" {shard.crc32c:08x}: it was changed or replaced after the dataset was written"
-        )
-    return None
+    reason = file.mismatch(shard.size, shard.crc32c)
+    return None if reason is None else f"{path}: {reason}"
 
 
 def _records(

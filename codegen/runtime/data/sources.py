@@ -12,29 +12,35 @@ local paths or URLs (see :mod:`codegen.runtime.io.urls`; globs work on object st
 
 Each file becomes a :class:`Source`: its path, compression and, when known without reading it,
 its record count: from the manifest that lists it, or from a current index beside it
-(``tfr-gen index``). With ``check_schema`` (the default) every manifest's writer schema must be
-readable by the reader's record, as :func:`~codegen.runtime.data.shards.read_dataset` checks it.
+(``tfr-gen index``); a manifest's shard also has its byte size and crc32c, which
+:class:`SourceReader` checks in the pass that reads it. With ``check_schema`` (the default) every
+manifest's writer schema must be readable by the reader's record, as
+:func:`~codegen.runtime.data.shards.read_dataset` checks it.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from types import TracebackType
+from typing import BinaryIO, Literal, cast
 
 from codegen.errors import TfrGenError
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
-from codegen.runtime.data.store import open_store
+from codegen.runtime.data.store import ChecksummedInput, open_store
 from codegen.runtime.io.compression import Compression, file_compression
+from codegen.runtime.io.files import open_input
 from codegen.runtime.io.indexed import INDEX_SUFFIX, read_index
 from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.skips import OnError, OnSkip
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path
 from codegen.runtime.io.urls import glob as glob_url
 
-__all__ = ["Files", "Source", "count_records", "find_sources"]
+__all__ = ["Files", "Source", "SourceReader", "count_records", "find_sources"]
 
 Files = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """What a dataset reads: paths, glob patterns, dataset directories or manifests, or a sequence of them."""
@@ -49,6 +55,9 @@ class Source:
     records: int | None
     size: int | None = None
     """The byte size a manifest lists for the shard (``None`` for a file named directly)."""
+    crc32c: int | None = None
+    """The crc32c of its bytes a manifest lists for the shard (``None`` for a file named directly,
+    or a shard of a format version 1 manifest)."""
 
 
 def find_sources(
@@ -163,7 +172,7 @@ def _manifest_sources(
     if check_schema and schema is not None:
         check_readable(manifest.schema, schema, source=f"dataset {manifest.path}")
     return tuple(
-        Source(shard_path, manifest.compression, shard.records, shard.size)
+        Source(shard_path, manifest.compression, shard.records, shard.size, shard.crc32c)
         for shard, shard_path in zip(manifest.shards, manifest.paths, strict=True)
     )
 
@@ -195,3 +204,86 @@ def count_records(source: Source, storage_options: StorageOptions | None = None)
         for _ in reader:
             count += 1
     return count
+
+
+class SourceReader:
+    """A :class:`~codegen.runtime.io.reader.TFRecordReader` of one source (:attr:`reader`) that,
+    for a manifest's shard with a crc32c, checksums the bytes as it reads them: when the records
+    run out, a file whose bytes are not the shard its manifest lists (same size, other bytes)
+    calls ``changed`` with the reason, once; ``changed`` raises or reports it.
+
+    A read that stops before the end of the file (corrupt compressed data skipped to the end) is
+    not checked: what stopped it was reported already. ``stream`` is the file already opened (a
+    read-ahead of a file at a URL), else it is opened from its path with ``storage_options``.
+    ``with`` or :meth:`close` closes it.
+    """
+
+    __slots__ = ("reader", "_file", "_source", "_changed")
+
+    def __init__(
+        self,
+        source: Source,
+        changed: Callable[[str], None],
+        *,
+        on_error: OnError = "raise",
+        on_skip: OnSkip | None = None,
+        max_record_bytes: int | None,
+        stream: BinaryIO | None = None,
+        storage_options: StorageOptions | None = None,
+    ) -> None:
+        self._source = source
+        self._changed = changed
+        self._file: ChecksummedInput | None = None
+        opened: str | BinaryIO = source.path if stream is None else stream
+        try:
+            if source.crc32c is not None:
+                file = stream or open_input(source.path, storage_options=storage_options)
+                self._file = ChecksummedInput(file)
+                opened = cast("BinaryIO", self._file)
+            self.reader = TFRecordReader(
+                opened,
+                compression=source.compression,
+                on_error=on_error,
+                on_skip=on_skip,
+                max_record_bytes=max_record_bytes,
+                storage_options=storage_options,
+            )
+        except BaseException:
+            if self._file is not None:
+                self._file.close()
+            raise
+
+    def records(self, views: bool) -> Iterator[bytes]:
+        """The records (memoryviews of the reader's buffers with ``views``, see
+        :meth:`~codegen.runtime.io.reader.TFRecordReader.views`), then the check."""
+        # Views stand in for bytes: every decoder takes any buffer.
+        records = cast("Iterator[bytes]", self.reader.views() if views else iter(self.reader))
+        if self._file is None:
+            return records
+        return itertools.chain(records, self._checked())  # no step of Python per record
+
+    def _checked(self) -> Iterator[bytes]:
+        file, source = self._file, self._source
+        assert file is not None and source.size is not None, "only a manifest's shards are checked"
+        if file.size == source.size:
+            reason = file.mismatch(source.size, source.crc32c)
+            if reason is not None:
+                self._changed(reason)
+        yield from ()
+
+    def close(self) -> None:
+        """Closes the reader and the file."""
+        self.reader.close()
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> SourceReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

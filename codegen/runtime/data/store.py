@@ -88,6 +88,21 @@ class ChecksummedInput(io.RawIOBase):
         self.size += count
         return int(count)
 
+    def mismatch(self, size: int, checksum: int | None) -> str | None:
+        """Why the bytes read are not the file a manifest lists with ``size`` bytes and crc32c
+        ``checksum`` (``None``: not listed), if they are not (the whole file must have been read)."""
+        if self.size != size:
+            return (
+                f"the shard has {self.size} bytes but the manifest lists {size}: it was changed or"
+                " replaced after the dataset was written"
+            )
+        if checksum is not None and self.crc32c != checksum:
+            return (
+                f"the shard's crc32c is {self.crc32c:08x} but the manifest lists {checksum:08x}: it"
+                " was changed or replaced after the dataset was written"
+            )
+        return None
+
     def fileno(self) -> int:
         return self._file.fileno()
 

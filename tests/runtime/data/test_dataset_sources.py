@@ -193,3 +193,83 @@ def test_a_shard_changed_after_its_manifest_was_written_is_refused_or_skipped(
     assert ids(dataset) == list(range(20))  # the first shard only
     assert [span.path for span in skipped] == [second]
     assert "its manifest lists" in skipped[0].reason
+
+
+def replace_second_shard(items: ModuleType, directory: Path) -> tuple[Any, str]:
+    """A 2-shard dataset of ids 0-39 (uncompressed) whose second shard is replaced by valid records
+    of other ids (60-79), of the same size."""
+    manifest = items.Item.write_dataset(
+        directory, (item(items, i) for i in range(40)), shards=2, compression=None
+    )
+    other = items.Item.write_dataset(
+        directory.parent / "other",
+        (item(items, i) for i in range(40, 80)),
+        shards=2,
+        compression=None,
+    )
+    second = manifest.paths[1]
+    Path(second).write_bytes(Path(other.paths[1]).read_bytes())
+    assert Path(second).stat().st_size == manifest.shards[1].size
+    return manifest, second
+
+
+@pytest.mark.parametrize(
+    ("batch_size", "interleave", "shuffle_buffer"), [(8, 1, 0), (None, 2, 0), (8, 1, 16)]
+)
+def test_a_shard_replaced_by_one_of_the_same_size_is_refused(
+    modules: dict[str, ModuleType],
+    tmp_path: Path,
+    batch_size: int | None,
+    interleave: int,
+    shuffle_buffer: int,
+) -> None:
+    items = modules["src_items"]
+    _, second = replace_second_shard(items, tmp_path / "data")
+    dataset = items.Item.dataset(
+        tmp_path / "data",
+        batch_size=batch_size,
+        interleave=interleave,
+        shuffle_buffer=shuffle_buffer,
+        seed=0,
+    )
+    crc = r"the shard's crc32c is [0-9a-f]{8} but the manifest lists [0-9a-f]{8}"
+    with pytest.raises(TfrGenError, match=rf"^{second}: {crc}: it was changed or replaced"):
+        list(dataset)
+
+
+def test_a_replaced_shard_is_reported_when_skipping(
+    modules: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    items = modules["src_items"]
+    manifest, second = replace_second_shard(items, tmp_path / "data")
+    skipped: list[Any] = []
+    dataset = items.Item.dataset(
+        tmp_path / "data", batch_size=8, on_error="skip", on_skip=skipped.append
+    )
+    assert ids(dataset) == list(range(20)) + list(range(60, 80))  # read in the same pass
+    (span,) = skipped
+    assert (span.path, span.offset, span.length) == (second, manifest.shards[1].size, 0)
+    assert "crc32c" in span.reason and span.reason.endswith("its records were read")
+    assert dataset.skipped.spans == 1
+
+
+def test_shards_are_checksummed_in_the_pass_that_reads_them(
+    modules: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    """Each shard is opened once per epoch (no second read for the checksum), and an intact
+    dataset reads whole, with a format version 1 manifest's shards (no crc32c) read unchecked."""
+    from codegen.runtime.data import sources
+    from codegen.runtime.io.files import open_input
+
+    items = modules["src_items"]
+    manifest = write_items(items, tmp_path / "data", 40, 4)
+    opened: list[str] = []
+
+    def counted(path: str) -> Any:
+        opened.append(path)
+        return open_input(path)
+
+    with mock.patch.object(sources, "open_input", counted):
+        dataset = items.Item.dataset(tmp_path / "data", batch_size=8, epochs=2)
+        assert sorted(ids(dataset)) == sorted(list(range(40)) * 2)
+    assert sorted(opened) == sorted(manifest.paths * 2)
