@@ -40,6 +40,7 @@ from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.files import file_size, is_directory, open_input
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter, open_output
 from codegen.tools.dynamic import DynamicRecord, select_record
 from codegen.tools.progress import Progress
@@ -111,11 +112,13 @@ def tfrecord_to_parquet(
     compression: str = "snappy",
     progress: TextIO | None = None,
     tfrecord_compression: CompressionArg = "auto",
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> Converted:
     """Convert TFRecord files (paths, globs, or one dataset directory) to the Parquet file ``output``.
 
     ``compression`` is the Parquet codec; ``tfrecord_compression`` that of the TFRecord files named
     (``"auto"``: detected per file from its first bytes; a dataset's shards have its manifest's).
+    ``max_record_bytes`` is the largest record read (see :class:`~codegen.tools.scan.Scanner`).
     """
     pa = optional_module("pyarrow", "tfr-gen convert")
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
@@ -131,6 +134,7 @@ def tfrecord_to_parquet(
         progress=progress,
         label="convert",
         compression=tfrecord_compression,
+        max_record_bytes=max_record_bytes,
     )
     with open_output(output) as sink:
         # pyarrow writes a local temporary file through its own handle, an object through the

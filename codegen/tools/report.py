@@ -51,6 +51,7 @@ from codegen.errors import RecordError, TfrGenError
 from codegen.generator.ir import FeatureIR, RecordIR
 from codegen.generator.load import parse_schema
 from codegen.runtime.io.compression import CompressionArg
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.tools.anomalies import declared_keys
 from codegen.tools.drift import jensen_shannon, l_infinity
 from codegen.tools.dynamic import DynamicRecord, build_codec, select_record
@@ -105,7 +106,10 @@ def _inferred(observation: Observation) -> RecordIR | None:
 
 
 def _thumbnails(
-    record: RecordIR, paths: Sequence[str], compression: CompressionArg
+    record: RecordIR,
+    paths: Sequence[str],
+    compression: CompressionArg,
+    max_record_bytes: int | None,
 ) -> dict[str, list[str]]:
     """Up to :data:`THUMBNAILS` pictures of each image feature of ``record`` (not of its feature
     lists), from the first records where it decodes: the scan stops when every feature has its
@@ -114,7 +118,12 @@ def _thumbnails(
     pictures: dict[str, list[str]] = {key: [] for key, _ in codecs}
     if not codecs:
         return pictures
-    with Scanner(paths, limit=THUMBNAILS * 16, compression=compression) as scanner:
+    with Scanner(
+        paths,
+        limit=THUMBNAILS * 16,
+        compression=compression,
+        max_record_bytes=max_record_bytes,
+    ) as scanner:
         for item in scanner:
             try:
                 features, _ = parse_record(item.data)
@@ -143,12 +152,14 @@ def collect_dataset(
     seed: int = 0,
     progress: TextIO | None = None,
     compression: CompressionArg = "auto",
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> Dataset:
     """Scan ``paths`` (corrupt stretches passed over and counted); with ``record``, check them
     against it as ``validate --strict`` does (a second pass, over every record). ``compression`` is
     that of every file (``"auto"``: detected per file from its first bytes). Image features
     (``record``'s, or without it those of the schema inferred from the records: JPEG and PNG images
-    by their signature, the tutorials' raw images by their shape key) get thumbnails."""
+    by their signature, the tutorials' raw images by their shape key) get thumbnails. A record
+    header declaring more than ``max_record_bytes`` is damage (skipped and counted)."""
     observation = Observation(detailed=True)
     stats = collect_stats(
         paths,
@@ -158,13 +169,14 @@ def collect_dataset(
         sample=None if sample is None else Sample(sample, seed),
         label=name,
         compression=compression,
+        max_record_bytes=max_record_bytes,
     )
     dataset = Dataset(name, stats, None if sample is None else (sample, seed))
     if stats.interrupted:
         return dataset
     described = _inferred(observation) if record is None else record.record
     if described is not None:
-        dataset.thumbnails = _thumbnails(described, paths, compression)
+        dataset.thumbnails = _thumbnails(described, paths, compression, max_record_bytes)
     if record is not None:
 
         def found(problem: Problem) -> None:
@@ -172,7 +184,13 @@ def collect_dataset(
                 dataset.problems.append(problem)
 
         dataset.validation = validate_files(
-            record, paths, found, progress=progress, strict=True, compression=compression
+            record,
+            paths,
+            found,
+            progress=progress,
+            strict=True,
+            compression=compression,
+            max_record_bytes=max_record_bytes,
         )
     return dataset
 

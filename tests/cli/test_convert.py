@@ -141,3 +141,19 @@ def test_a_missing_pyarrow_names_the_extra(tmp_path: Path) -> None:
         "tfr-gen convert: error: tfr-gen convert needs pyarrow, which is not installed:"
         " pip install 'tfr-gen[arrow]'\n"
     )
+
+
+def test_max_record_bytes_limits_the_records_read(pq: Any, tmp_path: Path) -> None:
+    customer: Any = generated_module("customer")
+    customer.Customer.write_tfrecord(tmp_path / "c.tfrecord", _customers(customer, 3))
+    sizes = [len(r) for r in read_tfrecord(tmp_path / "c.tfrecord")]
+    args = ("convert", CUSTOMER_SCHEMA, "c.tfrecord", "c.parquet", "--max-record-bytes")
+    code, _, err = run_cli(*args, str(sizes[0] - 1), cwd=tmp_path)
+    assert code == 2
+    assert "c.tfrecord: record 0 at byte offset 0:" in err
+    assert f"declares {sizes[0]} bytes of data, more than max_record_bytes ({sizes[0] - 1})" in err
+    assert not (tmp_path / "c.parquet").exists()
+    code, _, err = run_cli(*args, str(max(sizes)), cwd=tmp_path)
+    assert (code, err.count("error")) == (0, 0)
+    assert pq.read_table(tmp_path / "c.parquet").num_rows == 3
+    assert run_cli(*args, "0", cwd=tmp_path)[0] == 2  # a usage error

@@ -456,3 +456,20 @@ def test_nan_free_json(tf: Any, tmp_path: Path) -> None:
         "-Infinity",
     )
     assert "histogram" not in x["numbers"] and x["numbers"]["quantiles"] == []
+
+
+def test_max_record_bytes_limits_the_records_read(tf: Any, tmp_path: Path) -> None:
+    records = tf_write(
+        tf, tmp_path / "d.tfrecord", [example(tf, n=list(range(k))) for k in (1, 50, 2)]
+    )
+    limit = max(len(records[0]), len(records[2]))
+    args = ("report", "d.tfrecord", "--format", "json", "--max-record-bytes")
+    code, out, err = run_cli(*args, str(limit), cwd=tmp_path)
+    assert code == 0
+    (dataset,) = json.loads(out)["datasets"]
+    assert (dataset["records"], dataset["skipped_spans"]) == (2, 1)
+    assert dataset["skipped_bytes"] == len(records[1]) + 16
+    assert err == ""
+    code, out, _ = run_cli(*args, str(len(records[1])), cwd=tmp_path)
+    (dataset,) = json.loads(out)["datasets"]
+    assert (code, dataset["records"], dataset["skipped_spans"]) == (0, 3, 0)

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_compression, compression
+from codegen.cli.commands.options import add_compression, add_max_record_bytes, compression
 from codegen.errors import MissingExtraError
 from codegen.tools.convert import Converter, parquet_to_tfrecord, tfrecord_to_parquet
 
@@ -50,6 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=("snappy", "zstd", "gzip", "lz4", "brotli", "none"),
         help="the Parquet codec (default: snappy)",
     )
+    add_max_record_bytes(parser)
 
 
 def _direction(args: argparse.Namespace) -> str | None:
@@ -86,6 +87,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 compression=args.parquet_compression,
                 progress=err,
                 tfrecord_compression=compression(args),
+                max_record_bytes=args.max_record_bytes,
             )
         else:
             done = parquet_to_tfrecord(converter, args.inputs, args.output, progress=err)

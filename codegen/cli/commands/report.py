@@ -16,7 +16,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_compression, compression
+from codegen.cli.commands.options import add_compression, add_max_record_bytes, compression
 from codegen.files import write_atomic
 from codegen.tools.dynamic import load_record
 from codegen.tools.report import collect_dataset, drifted, report_json
@@ -84,6 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="the seed of --sample's choice (default: 0)"
     )
+    add_max_record_bytes(parser)
 
 
 def _text(document: dict[str, Json]) -> list[str]:
@@ -130,6 +131,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             seed=args.seed,
             progress=err,
             compression=compression(args),
+            max_record_bytes=args.max_record_bytes,
         )
         datasets.append(dataset)
         if dataset.stats.interrupted:

@@ -98,7 +98,11 @@ from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import file_size
 from codegen.runtime.io.framing import FRAMING
 from codegen.runtime.io.prefetch import FilesAhead
-from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
+from codegen.runtime.io.reader import (
+    DEFAULT_MAX_RECORD_BYTES,
+    TFRecordReader,
+    check_max_record_bytes,
+)
 from codegen.runtime.io.skips import (
     OnError,
     OnSkip,
@@ -169,6 +173,7 @@ class DatasetOptions(TypedDict, total=False):
     count: bool
     equal_batches: EqualBatches | None
     storage_options: StorageOptions | None
+    max_record_bytes: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +241,7 @@ class Dataset(Generic[T]):
         check_schema: bool = True,
         count: bool = False,
         equal_batches: EqualBatches | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
         arrow_schema: Callable[[], Any] | None = None,
         storage_options: StorageOptions | None = None,
     ) -> None:
@@ -260,12 +266,15 @@ class Dataset(Generic[T]):
                 "Dataset: equal_batches already decides the last batch; leave out drop_remainder"
             )
         self._storage = storage_options
+        self.max_record_bytes = check_max_record_bytes(max_record_bytes)
+        """The largest record read (``None``: no limit): a record header that declares more is
+        damage, found before its data is read (see :class:`~codegen.runtime.io.reader.TFRecordReader`)."""
         self._sources = find_sources(
             files, compression, schema, check_schema=check_schema, storage_options=storage_options
         )
         if count:
             self._sources = tuple(
-                dataclasses.replace(s, records=count_records(s, storage_options))
+                dataclasses.replace(s, records=count_records(s, storage_options, max_record_bytes))
                 for s in self._sources
             )
         self.files = tuple(source.path for source in self._sources)
@@ -509,7 +518,7 @@ class Dataset(Generic[T]):
         elif resume.stop is not None:
             self._counter.set(resume.stop, slot)
         quota = self._quota(shard)
-        offsets = _Offsets(self.files, self._compressions, self._storage)
+        offsets = _Offsets(self.files, self._compressions, self._storage, self.max_record_bytes)
         stop = -1 if resume.stop is None else resume.stop
         epoch, skip = resume.epoch, resume.consumed
         try:
@@ -799,7 +808,7 @@ class Dataset(Generic[T]):
             return SourceReader(
                 source,
                 refused,
-                max_record_bytes=DEFAULT_MAX_RECORD_BYTES,
+                max_record_bytes=self.max_record_bytes,
                 stream=fetched,
                 storage_options=self._storage,
             )
@@ -821,7 +830,7 @@ class Dataset(Generic[T]):
                 reported,
                 on_error="skip",
                 on_skip=owned,
-                max_record_bytes=DEFAULT_MAX_RECORD_BYTES,
+                max_record_bytes=self.max_record_bytes,
                 stream=fetched,
                 storage_options=self._storage,
             )
@@ -843,10 +852,12 @@ class _Offsets:
         files: tuple[str, ...],
         compressions: tuple[Compression, ...],
         storage_options: StorageOptions | None,
+        max_record_bytes: int | None,
     ) -> None:
         self._files = files
         self._compressions = compressions
         self._storage = storage_options
+        self._max_record_bytes = max_record_bytes
         self._tables: dict[int, array[int]] = {}
 
     def of(self, file: int, index: int) -> int:
@@ -856,7 +867,11 @@ class _Offsets:
             table = array("q")
             path, compression = self._files[file], self._compressions[file]
             with TFRecordReader(
-                path, compression=compression, on_error="skip", storage_options=self._storage
+                path,
+                compression=compression,
+                on_error="skip",
+                storage_options=self._storage,
+                max_record_bytes=self._max_record_bytes,
             ) as reader:
                 for data in reader:
                     table.append(reader.offset - len(data) - FRAMING)

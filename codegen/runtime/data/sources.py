@@ -35,7 +35,7 @@ from codegen.runtime.data.store import ChecksummedInput, open_store
 from codegen.runtime.io.compression import Compression, file_compression
 from codegen.runtime.io.files import open_input
 from codegen.runtime.io.indexed import INDEX_SUFFIX, read_index
-from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import OnError, OnSkip
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path
 from codegen.runtime.io.urls import glob as glob_url
@@ -190,8 +190,13 @@ def _indexed_count(path: str, compression: Compression) -> int | None:
     return len(info.offsets) if current else None
 
 
-def count_records(source: Source, storage_options: StorageOptions | None = None) -> int:
-    """The readable records of ``source`` (its known count, else found by reading it once)."""
+def count_records(
+    source: Source,
+    storage_options: StorageOptions | None = None,
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+) -> int:
+    """The readable records of ``source`` (its known count, else found by reading it once; a
+    record larger than ``max_record_bytes`` is not readable)."""
     if source.records is not None:
         return source.records
     count = 0
@@ -200,6 +205,7 @@ def count_records(source: Source, storage_options: StorageOptions | None = None)
         compression=source.compression,
         on_error="skip",
         storage_options=storage_options,
+        max_record_bytes=max_record_bytes,
     ) as reader:
         for _ in reader:
             count += 1

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from codegen.errors import DataError, TfrGenError
+from codegen.runtime.data.dataset import Dataset
 from codegen.runtime.io.reader import (
     DEFAULT_MAX_RECORD_BYTES,
     TFRecordReader,
@@ -75,6 +76,31 @@ def test_max_record_bytes_is_checked(tmp_path: Path) -> None:
         with pytest.raises(TfrGenError, match="max_record_bytes must be a positive int or None"):
             TFRecordReader(tmp_path / "r.tfrecord", max_record_bytes=bad)  # type: ignore[arg-type]
     assert DEFAULT_MAX_RECORD_BYTES == 256 << 20
+
+
+def test_the_dataset_loader_has_a_max_record_bytes(tmp_path: Path) -> None:
+    records = [b"small", b"x" * 1000, b"after"]
+    path = tmp_path / "r.tfrecord"
+    write_tfrecord(path, records)
+    assert Dataset.of_records(path, bytes).max_record_bytes == DEFAULT_MAX_RECORD_BYTES
+    limited = Dataset.of_records(path, bytes, max_record_bytes=999)
+    assert limited.max_record_bytes == 999
+    with pytest.raises(DataError) as failure:
+        list(limited)
+    assert (failure.value.path, failure.value.index, failure.value.offset) == (str(path), 1, 21)
+    assert "more than max_record_bytes (999)" in str(failure.value)
+    assert list(Dataset.of_records(path, bytes, max_record_bytes=1000)) == records
+    assert list(Dataset.of_records(path, bytes, max_record_bytes=None)) == records
+    spans: list[SkippedSpan] = []
+    skipping = Dataset.of_records(
+        path, bytes, max_record_bytes=999, on_error="skip", on_skip=spans.append, count=True
+    )
+    assert len(skipping) == 2  # the counting pass has the same limit
+    assert list(skipping) == [b"small", b"after"]
+    assert [(s.offset, s.length) for s in spans] == [(21, 1016)]
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(TfrGenError, match="max_record_bytes must be a positive int or None"):
+            Dataset.of_records(path, bytes, max_record_bytes=bad)  # type: ignore[arg-type]
 
 
 def test_reading_a_missing_file_names_it(tmp_path: Path) -> None:
