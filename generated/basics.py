@@ -77,7 +77,7 @@ class Basics(_rt.ExampleRecord["BasicsBatch", "BasicsTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.my_ints, self.my_float, self.my_bytes) = cls.__tfr__.decode(data)
         return self

@@ -129,7 +129,7 @@ class Customer(_rt.ExampleRecord["CustomerBatch", "CustomerTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (
             self.age,

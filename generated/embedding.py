@@ -69,7 +69,7 @@ class Embedding(_rt.ExampleRecord["EmbeddingBatch", "EmbeddingTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.label, self.embedding) = cls.__tfr__.decode(data)
         return self

@@ -77,7 +77,7 @@ class Image(_rt.ExampleRecord["ImageBatch", "ImageTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.label, self.image, self.shape) = cls.__tfr__.decode(data)
         return self

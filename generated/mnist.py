@@ -64,7 +64,7 @@ class Digit(_rt.ExampleRecord["DigitBatch", "DigitTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.label, self.image) = cls.__tfr__.decode(data)
         return self

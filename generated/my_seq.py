@@ -69,7 +69,7 @@ class MySeq(_rt.SequenceRecord["MySeqBatch", "MySeqTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.my_bytes, self.my_ints) = cls.__tfr__.decode(data)
         return self

@@ -102,7 +102,7 @@ class Photo(_rt.ExampleRecord["PhotoBatch", "PhotoTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.label, self.image, self.boxes, self.polygons) = cls.__tfr__.decode(data)
         return self

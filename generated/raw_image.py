@@ -71,7 +71,7 @@ class RawImage(_rt.ExampleRecord["RawImageBatch", "RawImageTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.label, self.image) = cls.__tfr__.decode(data)
         return self

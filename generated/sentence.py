@@ -78,7 +78,7 @@ class Sentence(_rt.SequenceRecord["SentenceBatch", "SentenceTensors"]):
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> _Self:
+    def decode(cls, data: _rt.BytesLike) -> _Self:
         self = object.__new__(cls)
         (self.length, self.tokens, self.labels) = cls.__tfr__.decode(data)
         return self

@@ -9,8 +9,8 @@ removed or renamed, a signature or a behaviour changed); adding a name does not 
 The names: the record and batch base classes and their metadata (:class:`Record`, :class:`ExampleRecord`,
 :class:`SequenceRecord`, :class:`Batch`, :class:`RecordMeta`, :class:`Schema`), the feature codec classes (one per
 row of :data:`codegen.kinds.CODECS`), the dtypes they are built with, the column types of batches
-(:class:`Ragged`, :class:`Masked`) and the two message builders of ``encode`` (:func:`example`,
-:func:`sequence_example`).
+(:class:`Ragged`, :class:`Masked`), the two message builders of ``encode`` (:func:`example`,
+:func:`sequence_example`) and the type of what ``decode`` takes (:data:`BytesLike`: any bytes-like object).
 """
 
 from __future__ import annotations
@@ -48,7 +48,15 @@ from codegen.runtime.codec.images import EncodedImage
 from codegen.runtime.codec.sequences import SequenceRagged, SequenceStrings, SequenceTensor
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.codec.wire import example, sequence_example
-from codegen.runtime.record import Batch, ExampleRecord, Record, RecordMeta, Schema, SequenceRecord
+from codegen.runtime.record import (
+    Batch,
+    BytesLike,
+    ExampleRecord,
+    Record,
+    RecordMeta,
+    Schema,
+    SequenceRecord,
+)
 
 __all__ = [
     "ABI_VERSION",
@@ -67,6 +75,7 @@ __all__ = [
     "UINT32",
     "UINT64",
     "Batch",
+    "BytesLike",
     "BoolScalar",
     "BytesScalar",
     "BytesTensor",

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+    from codegen.runtime.codec.buffer import BytesLike
+
 PURE_PYTHON_VARIABLE = "TFR_GEN_PURE_PYTHON"
 """The environment variable that, set to ``1``, turns the C accelerator off."""
 
@@ -54,12 +56,12 @@ class Speedups(Protocol):
     SMALL_DECODE_BYTES: int
     """The packed-run length up to which errors read like ``varint.read_varint``'s."""
 
-    def parse_example(self, data: Buffer, /) -> dict[bytes, tuple[int, bytes]]:
+    def parse_example(self, data: BytesLike, /) -> dict[bytes, tuple[int, bytes]]:
         """Like ``wire.parse_example``."""
         ...
 
     def parse_sequence_example(
-        self, data: Buffer, /
+        self, data: BytesLike, /
     ) -> tuple[dict[bytes, tuple[int, bytes]], dict[bytes, list[tuple[int, bytes]]]]:
         """Like ``wire.parse_sequence_example``."""
         ...
@@ -93,17 +95,17 @@ class Speedups(Protocol):
         self,
         keys: tuple[bytes, ...],
         ops: tuple[tuple[object, ...], ...],
-        fallback: Callable[[bytes], tuple[Any, ...]],
+        fallback: Callable[[BytesLike], tuple[Any, ...]],
         list_keys: tuple[bytes, ...] | None = None,
         /,
-    ) -> Callable[[bytes], tuple[Any, ...]]:
+    ) -> Callable[[BytesLike], tuple[Any, ...]]:
         """A callable decoding Example (with ``list_keys``: SequenceExample) bytes to attribute
         values (see ``codegen.runtime.codec.plan``)."""
         ...
 
     def scan_batch(
         self,
-        records: Sequence[Buffer],
+        records: Sequence[BytesLike],
         keys: tuple[bytes, ...],
         joined: tuple[bytes, ...] = (),
         unrequested: dict[bytes, int] | None = None,

@@ -33,6 +33,7 @@ from codegen.runtime.codec.arrow import ArrowSchema, arrow_schema, arrow_table, 
 from codegen.runtime.codec.arrow import from_arrow as columns_from_arrow
 from codegen.runtime.codec.arrow import to_arrow as columns_to_arrow
 from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.codec.buffer import BytesLike
 from codegen.runtime.codec.encode import BatchEncoder
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.info import FeatureSpec
@@ -56,7 +57,15 @@ from codegen.runtime.tf import proto
 from codegen.runtime.tf.parse import tf_feature_spec, tf_parse_example, tf_parse_sequence_example
 from codegen.runtime.tf.proto import ProtoMessage, message_bytes
 
-__all__ = ["Batch", "ExampleRecord", "Record", "RecordMeta", "Schema", "SequenceRecord"]
+__all__ = [
+    "Batch",
+    "BytesLike",
+    "ExampleRecord",
+    "Record",
+    "RecordMeta",
+    "Schema",
+    "SequenceRecord",
+]
 
 B = TypeVar("B", bound="Batch[Any]")
 
@@ -210,8 +219,9 @@ class Record(Generic[B, P]):
         raise NotImplementedError
 
     @classmethod
-    def decode(cls, data: bytes) -> Self:
-        """Parse serialized bytes with TensorFlow's rules for missing and malformed features
+    def decode(cls, data: BytesLike) -> Self:
+        """Parse serialized bytes (any bytes-like object: ``bytes``, ``bytearray``, ``memoryview``, a contiguous
+        ``uint8`` array) with TensorFlow's rules for missing and malformed features
         (:class:`~codegen.errors.RecordError` names the feature and what was wrong)."""
         raise NotImplementedError
 
@@ -471,8 +481,9 @@ class Record(Generic[B, P]):
         )
 
     @classmethod
-    def decode_batch(cls, data: Sequence[bytes]) -> B:
-        """Decode many serialized records at once into columns (same rules and errors as :meth:`decode`)."""
+    def decode_batch(cls, data: Sequence[BytesLike]) -> B:
+        """Decode many serialized records (each any bytes-like object) at once into columns (same rules and errors
+        as :meth:`decode`)."""
         return cast("B", cls.__tfr__.batch_class().decode(data))
 
     @overload
@@ -572,8 +583,9 @@ class Batch(Generic[R]):
         return tuple(getattr(self, name) for name in self.__tfr__.names)
 
     @classmethod
-    def decode(cls, data: Sequence[bytes]) -> Self:
-        """Decode serialized records column by column: the values are those of the record's ``decode`` of each;
+    def decode(cls, data: Sequence[BytesLike]) -> Self:
+        """Decode serialized records (each any bytes-like object) column by column: the values are those of the
+        record's ``decode`` of each;
         the first record that does not decode raises :class:`~codegen.errors.RecordError` naming its index."""
         return cls(*cls.__tfr__.batch_codec.decode(data))
 

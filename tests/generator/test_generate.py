@@ -188,6 +188,13 @@ REVEALED = {
         "numpy.ndarray[tuple[Any, ...], numpy.dtype[numpy.signedinteger[numpy._typing._nbit_base._64Bit]]]"
     ),
     "Sentence.tf_sequence_spec()": "dict[str, Any]",
+    # decode and decode_batch take any bytes-like object, as they do at run time
+    "Customer.decode(bytearray())": "customer.Customer",
+    "Customer.decode(memoryview(b''))": "customer.Customer",
+    "Customer.decode(numpy.zeros(0, numpy.uint8))": "customer.Customer",
+    "Sentence.decode(memoryview(bytearray()))": "sentence.Sentence",
+    "Customer.decode_batch([memoryview(b''), bytearray(), numpy.zeros(0, numpy.uint8)])": "customer.CustomerBatch",
+    "CustomerBatch.decode([bytearray()])": "customer.CustomerBatch",
     "Sentence.dataset('x', batch_size=2)": "codegen.runtime.data.dataset.Dataset[sentence.SentenceBatch]",
 }
 """The type mypy infers for expressions over generated classes: every classmethod's result as precise as the
@@ -196,7 +203,11 @@ record's own class."""
 
 def test_generated_classes_type_every_result_precisely(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    lines = ["from customer import Customer, CustomerBatch", "from sentence import Sentence"]
+    lines = [
+        "import numpy",
+        "from customer import Customer, CustomerBatch",
+        "from sentence import Sentence",
+    ]
     lines += [f"reveal_type({expression})" for expression in REVEALED]
     probe.write_text("\n".join(lines) + "\n")
     proc = _mypy(tmp_path, probe)
@@ -225,13 +236,14 @@ def test_wrong_uses_of_generated_classes_fail_mypy(tmp_path: Path) -> None:
             Customer.tf_parse(None)["agee"]
             Customer.write_tfrecord("x", [Digit.decode(b"")])
             b: int = Customer.decode_batch([b""])
+            Customer.decode_batch(["not bytes"])
             """
         )
     )
     proc = _mypy(tmp_path, bad)
     assert proc.returncode == 1
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 9, proc.stdout
+    assert len(errors) == 10, proc.stdout
     assert any("misuse.py:5:" in e and '"age"' in e for e in errors)
     assert any("misuse.py:6:" in e and '"image"' in e for e in errors)
     assert any("misuse.py:7:" in e for e in errors)
@@ -241,3 +253,4 @@ def test_wrong_uses_of_generated_classes_fail_mypy(tmp_path: Path) -> None:
     assert any("misuse.py:11:" in e and '"agee"' in e for e in errors)
     assert any("misuse.py:12:" in e and "Digit" in e for e in errors)
     assert any("misuse.py:13:" in e and "CustomerBatch" in e for e in errors)
+    assert any("misuse.py:14:" in e and '"str"' in e for e in errors)

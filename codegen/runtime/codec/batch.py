@@ -44,6 +44,7 @@ from codegen.errors import RecordError, TfrGenError
 from codegen.kinds import codec_row_of
 from codegen.runtime.accel import speedups
 from codegen.runtime.codec import wire
+from codegen.runtime.codec.buffer import BytesLike
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.images import DECODE_THREADS, EncodedImage, decode_many
@@ -113,7 +114,7 @@ def hash_joined(blob: memoryview | bytes, sizes: npt.NDArray[np.int64]) -> npt.N
 
 
 def scan_keys(
-    data: Sequence[bytes],
+    data: Sequence[BytesLike],
     keys: Sequence[bytes],
     joined: Sequence[bytes] = (),
     *,
@@ -931,7 +932,7 @@ class BatchCodec:
         )
         self._joined = tuple(key for column in self._columns for key in column.joined)
 
-    def decode(self, data: Sequence[bytes]) -> tuple[Any, ...]:
+    def decode(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
         """The columns of the serialized records ``data``, equal to :meth:`columns` of per-record
         decoding; the first record that does not decode raises
         ``RecordError("batch record <i>: <decode's message>")``."""
@@ -942,7 +943,7 @@ class BatchCodec:
                 pass  # per-record decoding gives the exact result or the exact error
         return self.columns([self._decode_each(i, record) for i, record in enumerate(data)])
 
-    def _fast(self, data: Sequence[bytes]) -> tuple[Any, ...]:
+    def _fast(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
         scans = scan_keys(data, self._keys, self._joined)
         size = len(data)
         columns = []
@@ -953,13 +954,13 @@ class BatchCodec:
             position += used
         return tuple(columns)
 
-    def _decode_each(self, index: int, data: bytes) -> tuple[Any, ...]:
+    def _decode_each(self, index: int, data: BytesLike) -> tuple[Any, ...]:
         try:
             return self.decode_one(data)
         except RecordError as exc:
             raise RecordError(f"batch record {index}: {exc}") from None
 
-    def decode_one(self, data: bytes) -> tuple[Any, ...]:
+    def decode_one(self, data: BytesLike) -> tuple[Any, ...]:
         """One record's attribute values, exactly as the record class's ``decode`` reads them."""
         return self._decode_one(data)
 

@@ -28,14 +28,16 @@ from codegen.dtypes import Kind
 from codegen.errors import RecordError
 from codegen.kinds import RAW_ELEMENT, PlanOp, codec_row_of, element_code
 from codegen.runtime.accel import speedups
+from codegen.runtime.codec.buffer import BytesLike
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.wire import as_bytes, parse_example, parse_sequence_example
 
 __all__ = ["ExampleDecoder", "codec_decoder", "compile_plan", "example_decoder", "sequence_hint"]
 
-ExampleDecoder = Callable[[bytes], tuple[Any, ...]]
-"""Serialized ``tf.train.Example`` bytes to the tuple of a record's attribute values."""
+ExampleDecoder = Callable[[BytesLike], tuple[Any, ...]]
+"""Serialized ``tf.train.Example`` bytes (any bytes-like object) to the tuple of a record's
+attribute values."""
 
 
 class _Op(NamedTuple):
@@ -91,7 +93,7 @@ def codec_decoder(
     readers = tuple(c.decode_optional if c.optional else c.decode for c in codecs)
     if sequence_codecs is None:
 
-        def decode(data: bytes) -> tuple[Any, ...]:
+        def decode(data: BytesLike) -> tuple[Any, ...]:
             if type(data) is not bytes:
                 data = as_bytes(data)
             try:
@@ -114,7 +116,7 @@ def codec_decoder(
         (c.key.encode("utf-8"), int(c.dtype.wire)) for c in codecs if c.default is not None
     )
 
-    def decode_sequence(data: bytes) -> tuple[Any, ...]:
+    def decode_sequence(data: BytesLike) -> tuple[Any, ...]:
         try:
             context, feature_lists = parse_sequence_example(data)
         except RecordError as exc:

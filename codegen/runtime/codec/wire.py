@@ -50,7 +50,7 @@ from codegen.runtime.codec.varint import (
 )
 
 if TYPE_CHECKING:
-    from typing_extensions import Buffer
+    from codegen.runtime.codec.buffer import BytesLike
 
 __all__ = [
     "as_bytes",
@@ -215,7 +215,7 @@ def _check_key(key: bytes, offset: int, what: str) -> None:
 # --- parsing Example and SequenceExample ----------------------------------------------------------
 
 
-def as_bytes(data: Buffer) -> bytes:
+def as_bytes(data: BytesLike) -> bytes:
     """``data``, any C-contiguous bytes-like object (bytes, bytearray, memoryview, a contiguous
     numpy array), as ``bytes``; the errors the C accelerator raises for anything else (a
     ``TypeError`` for an object without the buffer protocol, a ``ValueError`` or ``BufferError``
@@ -223,7 +223,7 @@ def as_bytes(data: Buffer) -> bytes:
     if type(data) is bytes:
         return data
     try:
-        view = memoryview(data)
+        view = memoryview(data)  # type: ignore[arg-type]  # an ndarray is a Buffer from Python 3.12
     except TypeError:
         raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'") from None
     with view:
@@ -235,7 +235,7 @@ def as_bytes(data: Buffer) -> bytes:
         return view.tobytes()
 
 
-def parse_example(data: bytes) -> dict[bytes, FeatureValue]:
+def parse_example(data: BytesLike) -> dict[bytes, FeatureValue]:
     """The features of a serialized ``Example``: key (UTF-8 bytes) -> (kind, list body).
 
     Of several entries of a key the last wins, except that one whose ``Feature`` has no kind
@@ -278,7 +278,7 @@ def has_other_fields(data: bytes) -> bool:
 
 
 def parse_sequence_example(
-    data: bytes,
+    data: BytesLike,
 ) -> tuple[dict[bytes, FeatureValue], dict[bytes, list[FeatureValue]]]:
     """The context features and feature lists of a serialized ``SequenceExample``.
 

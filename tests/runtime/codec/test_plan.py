@@ -39,6 +39,7 @@ from codegen.dtypes import (
 )
 from codegen.errors import RecordError
 from codegen.runtime.codec import plan, wire
+from codegen.runtime.codec.buffer import BytesLike
 from codegen.runtime.codec.features import (
     BoolScalar,
     BytesScalar,
@@ -112,7 +113,7 @@ class Decoders:
         self.reference = plan.codec_decoder("P", codecs)
         self.fallbacks = 0
 
-        def fallback(data: bytes) -> tuple[Any, ...]:
+        def fallback(data: BytesLike) -> tuple[Any, ...]:
             self.fallbacks += 1
             return self.reference(data)
 
@@ -394,7 +395,7 @@ class SequenceDecoders(Decoders):
         self.reference = plan.codec_decoder("S", CONTEXT, STEPS)
         self.fallbacks = 0
 
-        def fallback(data: bytes) -> tuple[Any, ...]:
+        def fallback(data: BytesLike) -> tuple[Any, ...]:
             self.fallbacks += 1
             return self.reference(data)
 
