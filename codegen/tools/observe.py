@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from codegen.dtypes import Wire
 from codegen.errors import RecordError
 from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
-from codegen.runtime.codec.images import image_format
+from codegen.runtime.codec.images import SIGNATURES, image_format
 from codegen.runtime.codec.wire import (
     decode_bytes_list,
     decode_float_list,
@@ -234,9 +234,7 @@ class KeyObservation:
             self.lengths.update(dict(zip(lengths.tolist(), counts.tolist(), strict=True)))
             if self.utf8 and not joined_utf8(scan.blob, scan.sizes):
                 self.utf8 = False
-            data = bytes(scan.blob)
-            ends = np.cumsum(scan.sizes).tolist()
-            self._add_bytes([data[a:b] for a, b in zip([0, *ends], ends, strict=False)])
+            self._add_joined(scan.blob, scan.sizes)
         return present
 
     def _add_bytes(self, values: Sequence[bytes]) -> None:
@@ -247,8 +245,42 @@ class KeyObservation:
             form = image_format(value)
             if form is not None:
                 self.images[form] += 1
-            if len(value) <= _SHORT and (value in self.short or len(self.short) < _SHORT_KEPT):
-                self.short[value] += 1
+        self._add_short([value for value in values if len(value) <= _SHORT])
+
+    def _add_joined(self, blob: memoryview, sizes: NDArray[np.int64]) -> None:
+        """:meth:`_add_bytes` of the values joined in ``blob`` (``sizes`` their lengths), with
+        numpy over all of them at once; only the short values become ``bytes``."""
+        joined = np.frombuffer(blob, np.uint8)
+        if not self.nul and not joined.all():
+            self.nul = True
+        starts = np.cumsum(sizes) - sizes
+        for form, signature in SIGNATURES.items():
+            at = starts[sizes >= len(signature)]
+            if not at.size:
+                continue
+            match = joined[at] == signature[0]
+            for i in range(1, len(signature)):
+                match &= joined[at + i] == signature[i]
+            found = int(np.count_nonzero(match))
+            if found:
+                self.images[form] += found
+        short = np.flatnonzero(sizes <= _SHORT)
+        if short.size:
+            data = bytes(blob)
+            self._add_short(
+                [
+                    data[a : a + n]
+                    for a, n in zip(starts[short].tolist(), sizes[short].tolist(), strict=True)
+                ]
+            )
+
+    def _add_short(self, values: list[bytes]) -> None:
+        """Count short values: those already counted, and new ones while fewer than the limit are
+        (as one by one, in order: a value first seen when the table is full is never counted)."""
+        short = self.short
+        for value, count in Counter(values).items():  # in the order of first appearance
+            if value in short or len(short) < _SHORT_KEPT:
+                short[value] += count
 
     def add_steps(self, steps: int) -> None:
         """Count the length of one feature list (its steps are counted by :meth:`add_feature`)."""

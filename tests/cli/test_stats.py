@@ -190,7 +190,10 @@ def _feature(draw: st.DrawFn) -> bytes:
         floats = st.floats(width=32, allow_nan=True, allow_infinity=True)
         return wire.float_feature(np.array(draw(st.lists(floats, max_size=4)), np.float32))
     if kind == "bytes":
-        texts = st.sampled_from([b"", b"x", "é".encode(), b"\xc3", b"\xa9", b"ab\xff", b"\xe2\x82"])
+        texts = st.sampled_from(
+            [b"", b"x", "é".encode(), b"\xc3", b"\xa9", b"ab\xff", b"\xe2\x82", b"a\0b"]
+            + [b"\xff\xd8\xff\xe0", b"\xff\xd8", b"\x89PNG\r\n\x1a\n", b"\x89PNG\r\n", b"y" * 17]
+        )
         return wire.bytes_feature(draw(st.lists(texts, max_size=4)))
     return b""  # a Feature with no list
 
@@ -215,7 +218,7 @@ def _summary(observation: Observation) -> dict[str, Any]:
         return (
             seen.records, dict(seen.kinds), seen.list_kinds, seen.counts_min, seen.counts_max,
             seen.values, seen.utf8, dict(seen.lengths), seen.steps_min, seen.steps_max, seen.low,
-            seen.high, seen.numbers, seen.nans,
+            seen.high, seen.numbers, seen.nans, seen.nul, dict(seen.images), list(seen.short.items()),
         )  # fmt: skip
 
     return {

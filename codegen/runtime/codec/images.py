@@ -38,6 +38,7 @@ from codegen.runtime.codec.wire import decode_bytes_list
 
 __all__ = [
     "DECODE_THREADS",
+    "SIGNATURES",
     "EncodedImage",
     "decode_image",
     "decode_many",
@@ -49,6 +50,8 @@ Image = npt.NDArray[np.uint8]
 
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SIGNATURES = {"jpeg": _JPEG_MAGIC, "png": _PNG_MAGIC}
+"""The bytes each image format starts with (see :func:`image_format`)."""
 _PIL_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 
