@@ -265,9 +265,9 @@ def test_shards_are_checksummed_in_the_pass_that_reads_them(
     manifest = write_items(items, tmp_path / "data", 40, 4)
     opened: list[str] = []
 
-    def counted(path: str) -> Any:
+    def counted(path: str, **options: Any) -> Any:
         opened.append(path)
-        return open_input(path)
+        return open_input(path, **options)
 
     with mock.patch.object(sources, "open_input", counted):
         dataset = items.Item.dataset(tmp_path / "data", batch_size=8, epochs=2)
