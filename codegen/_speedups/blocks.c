@@ -9,7 +9,8 @@
  * POOL_MIN bytes or more is not freed when its last view goes: its memory waits in a small pool
  * (at most POOL_SLOTS buffers and POOL_BYTES bytes, the oldest freed first) for the next pooled
  * Block that fits (at least as large, at most twice). Other Blocks use the C allocator directly.
- * The pool is only touched with the GIL held.
+ * A lock guards the pool: decoders grow the Blocks they fill without holding the GIL (see
+ * scan_batch), from several threads at once.
  */
 #include "speedups.h"
 
@@ -27,14 +28,28 @@ typedef struct {
 static Memory pool[POOL_SLOTS]; /* oldest first */
 static int pooled;              /* how many slots are used */
 static Py_ssize_t pooled_bytes;
+static PyThread_type_lock pool_lock; /* guards the three above; made with the type */
+
+static void
+pool_enter(void)
+{
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+}
+
+static void
+pool_leave(void)
+{
+    PyThread_release_lock(pool_lock);
+}
 
 /* Memory of at least ``size`` bytes: pooled memory that fits (when ``pooled``), else new (NULL:
- * out of memory). */
+ * out of memory). Needs no GIL. */
 static Memory
 memory_take(Py_ssize_t size, int pooled_block)
 {
     Memory memory = {NULL, 0};
     if (pooled_block && size >= POOL_MIN) {
+        pool_enter();
         int best = -1;
         for (int i = 0; i < pooled; i++) {
             Py_ssize_t capacity = pool[i].capacity;
@@ -48,8 +63,10 @@ memory_take(Py_ssize_t size, int pooled_block)
             pooled_bytes -= memory.capacity;
             memmove(pool + best, pool + best + 1, sizeof(Memory) * (size_t)(pooled - best - 1));
             pooled--;
+            pool_leave();
             return memory;
         }
+        pool_leave();
     }
     memory.data = PyMem_RawMalloc(size ? (size_t)size : 1);
     memory.capacity = memory.data == NULL ? 0 : size;
@@ -57,7 +74,7 @@ memory_take(Py_ssize_t size, int pooled_block)
 }
 
 /* Give back memory: into the pool when it is a pooled Block's and large (making room by freeing
- * the oldest), else to the C allocator. */
+ * the oldest), else to the C allocator. Needs no GIL. */
 static void
 memory_give(Memory memory, int pooled_block)
 {
@@ -68,6 +85,7 @@ memory_give(Memory memory, int pooled_block)
         PyMem_RawFree(memory.data);
         return;
     }
+    pool_enter();
     while (pooled == POOL_SLOTS || pooled_bytes + memory.capacity > POOL_BYTES) {
         PyMem_RawFree(pool[0].data);
         pooled_bytes -= pool[0].capacity;
@@ -76,6 +94,7 @@ memory_give(Memory memory, int pooled_block)
     }
     pool[pooled++] = memory;
     pooled_bytes += memory.capacity;
+    pool_leave();
 }
 
 /* --- the Block type ------------------------------------------------------------------------- */
@@ -127,13 +146,11 @@ tfr_block_grow(PyObject *object, Py_ssize_t capacity, Py_ssize_t keep)
     if (capacity <= block->memory.capacity) {
         return 0;
     }
-    if (block->exports) {
-        PyErr_SetString(PyExc_BufferError, "a Block cannot grow while it is viewed");
+    if (block->exports) { /* never for the caller's own Block (see speedups.h) */
         return -1;
     }
     Memory memory = memory_take(capacity, block->pooled);
     if (memory.data == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     if (keep) {
@@ -259,7 +276,11 @@ pool_stats(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    return Py_BuildValue("(in)", pooled, pooled_bytes);
+    pool_enter();
+    int count = pooled;
+    Py_ssize_t bytes = pooled_bytes;
+    pool_leave();
+    return Py_BuildValue("(in)", count, bytes);
 }
 
 PyDoc_STRVAR(pool_stats_doc,
@@ -271,12 +292,14 @@ pool_clear(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
+    pool_enter();
     Py_ssize_t freed = pooled_bytes;
     for (int i = 0; i < pooled; i++) {
         PyMem_RawFree(pool[i].data);
     }
     pooled = 0;
     pooled_bytes = 0;
+    pool_leave();
     return PyLong_FromSsize_t(freed);
 }
 
@@ -318,6 +341,10 @@ PyMethodDef tfr_blocks_methods[] = {
 int
 tfr_add_block_type(PyObject *module)
 {
+    if (pool_lock == NULL && (pool_lock = PyThread_allocate_lock()) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (PyType_Ready(&BlockType) < 0) {
         return -1;
     }

@@ -40,12 +40,40 @@ static const char *const KIND_NAMES[4] = {"Feature", "BytesList", "FloatList", "
 
 static PyObject *RecordError; /* codegen.errors.RecordError */
 
+#if defined(_MSC_VER)
+#define THREAD_LOCAL __declspec(thread)
+#else
+#define THREAD_LOCAL _Thread_local
+#endif
+
+/*
+ * Set while this thread decodes without holding the GIL (scan_batch): then nothing may touch a
+ * Python object, so an error is only -1 (no exception is set) and whatever would need an object
+ * (an error message, a merged list body, a key to check with Python's UTF-8 decoder) gives up
+ * with -1; scan_batch then decodes the batch again with the GIL held, which gives the exact
+ * result or error.
+ */
+static THREAD_LOCAL int detached;
+
 /* --- errors ------------------------------------------------------------------------------- */
+
+/* MemoryError (unless detached); return -1. */
+static int
+no_memory(void)
+{
+    if (!detached) {
+        PyErr_NoMemory();
+    }
+    return -1;
+}
 
 /* Raise RecordError with a printf-style message (PyUnicode_FromFormat codes); return -1. */
 static int
 fail(const char *format, ...)
 {
+    if (detached) {
+        return -1;
+    }
     va_list args;
     va_start(args, format);
     PyErr_FormatV(RecordError, format, args);
@@ -281,14 +309,14 @@ skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t tag_pos,
         if (wire_type == WT_START_GROUP) {
             if (depth == capacity) {
                 /* Every open group took at least one byte of the input. */
-                void *grown = PyMem_Malloc((size_t)capacity * 2 * width);
+                void *grown = PyMem_RawMalloc((size_t)capacity * 2 * width);
                 if (grown == NULL) {
-                    PyErr_NoMemory();
+                    no_memory();
                     goto done;
                 }
                 memcpy(grown, stack.offsets, (size_t)depth * width);
                 if (stack.offsets != (void *)local) {
-                    PyMem_Free(stack.offsets);
+                    PyMem_RawFree(stack.offsets);
                 }
                 stack.offsets = grown;
                 capacity *= 2;
@@ -313,7 +341,7 @@ skip_group(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t tag_pos,
     status = 0;
 done:
     if (stack.offsets != (void *)local) {
-        PyMem_Free(stack.offsets);
+        PyMem_RawFree(stack.offsets);
     }
     return status;
 }
@@ -387,6 +415,9 @@ check_key(const uint8_t *d, Py_ssize_t start, Py_ssize_t end, const char *what)
     if (is_ascii(d + start, end - start)) {
         return 0;
     }
+    if (detached) {
+        return -1;
+    }
     PyObject *text = PyUnicode_DecodeUTF8((const char *)d + start, end - start, "strict");
     if (text != NULL) {
         Py_DECREF(text);
@@ -436,7 +467,7 @@ column_reserve(Column *column, Py_ssize_t extra)
 {
     if (extra > column->capacity - column->used) {
         if (extra > PY_SSIZE_T_MAX / 2 - column->used) {
-            PyErr_NoMemory();
+            no_memory();
             return NULL;
         }
         Py_ssize_t wanted = column->used + extra;
@@ -445,6 +476,7 @@ column_reserve(Column *column, Py_ssize_t extra)
             capacity = wanted;
         }
         if (tfr_block_grow(column->block, capacity, column->used) < 0) {
+            no_memory();
             return NULL;
         }
         column->capacity = tfr_block_capacity(column->block);
@@ -496,6 +528,16 @@ store_le64(uint8_t *p, uint64_t value)
 #else
     memcpy(p, &value, 8);
 #endif
+}
+
+static uint64_t
+load_le64(const uint8_t *p)
+{
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; i--) {
+        value = value << 8 | p[i];
+    }
+    return value;
 }
 
 static uint64_t
@@ -769,6 +811,9 @@ check_replaced(const uint8_t *d, Pieces mark, Py_ssize_t count, int kind, const 
             continue;
         }
         if (check_list(kind, d + f.start, f.end - f.start) < 0) {
+            if (detached) {
+                return -1;
+            }
             PyObject *message = take_record_error_message();
             if (message != NULL) {
                 fail("%s: the %s at byte offset %zd (replaced by a later member of Feature.kind) "
@@ -788,6 +833,9 @@ static int
 merge_lists(const uint8_t *d, Pieces mark, Py_ssize_t count, int kind, Py_ssize_t size,
             const char *what, Feature *feature)
 {
+    if (detached) {
+        return -1;
+    }
     char list_what[160];
     PyOS_snprintf(list_what, sizeof list_what, "%s %s", what, KIND_NAMES[kind]);
     PyObject *merged = PyBytes_FromStringAndSize(NULL, size);
@@ -894,6 +942,9 @@ earlier_entry(const Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize
               const char *what)
 {
     if (kind != KIND_NONE && check_list(kind, body, size) < 0) {
+        if (detached) {
+            return -1;
+        }
         PyObject *message = take_record_error_message();
         if (message != NULL) {
             PyObject *key = PyBytes_FromStringAndSize((const char *)d + key_start,
@@ -1475,9 +1526,9 @@ typedef struct {
     PyObject *counts_array;
     Column ints;
     Column floats;
-    PyObject *strings; /* a list, or NULL for a joined key */
-    Column blob;       /* a joined key: its bytes values, one after another */
-    Column sizes;      /* a joined key: the size of each value, int64 */
+    int joined;        /* whether the caller asked for blob and sizes rather than a list */
+    Column blob;       /* its bytes values, one after another (a list of bytes is made of them) */
+    Column sizes;      /* the size of each bytes value, int64 */
 } KeyColumns;
 
 /* A distinct requested key and the feature the current record has for it. */
@@ -1562,10 +1613,9 @@ reserve_other(Scan *scan)
         return 0;
     }
     size_t grown = capacity ? 2 * capacity : 16;
-    Other *table = PyMem_Calloc(grown, sizeof(Other));
+    Other *table = PyMem_RawCalloc(grown, sizeof(Other));
     if (table == NULL) {
-        PyErr_NoMemory();
-        return -1;
+        return no_memory();
     }
     for (size_t i = 0; i < capacity; i++) {
         Other *other = &scan->others[i];
@@ -1578,7 +1628,7 @@ reserve_other(Scan *scan)
         }
         table[j] = *other;
     }
-    PyMem_Free(scan->others);
+    PyMem_RawFree(scan->others);
     scan->others = table;
     scan->others_mask = grown - 1;
     return 0;
@@ -1716,7 +1766,7 @@ scan_values(const uint8_t *d, Slot *slot, KeyColumns *key, Py_ssize_t record,
                 return -1;
             }
         }
-        else if (feature->kind == KIND_BYTES && key->strings == NULL) { /* a joined key */
+        else if (feature->kind == KIND_BYTES) {
             Py_ssize_t before = key->blob.used, sizes_before = key->sizes.used;
             BytesOut out = {NULL, &key->blob, &key->sizes};
             if (decode_bytes_body(body, size, &out) < 0) {
@@ -1727,14 +1777,6 @@ scan_values(const uint8_t *d, Slot *slot, KeyColumns *key, Py_ssize_t record,
                 || column_presize(&key->sizes, 8 * count, records_left, 8 * bytes_left) < 0) {
                 return -1;
             }
-        }
-        else if (feature->kind == KIND_BYTES) {
-            Py_ssize_t before = PyList_GET_SIZE(key->strings);
-            BytesOut out = {key->strings, NULL, NULL};
-            if (decode_bytes_body(body, size, &out) < 0) {
-                return -1;
-            }
-            count = PyList_GET_SIZE(key->strings) - before;
         }
     }
     store_le64(key->counts + 8 * record, (uint64_t)count);
@@ -1757,38 +1799,54 @@ release_features(Scan *scan)
 
 /* Parse record ``index`` and append its values for every requested key. ``records_left`` and
  * ``*bytes_left`` are the records of the batch from this one on and their bytes; the record's
- * bytes are taken off ``*bytes_left``. */
+ * bytes are taken off ``*bytes_left``. Touches no Python object when detached (scan->irregular
+ * and scan->unrequested are NULL then). */
 static int
-scan_record(PyObject *record, Py_ssize_t index, Scan *scan, KeyColumns *keys, Py_ssize_t nkeys,
-            Py_ssize_t records_left, Py_ssize_t *bytes_left)
+scan_record(const Input *input, Py_ssize_t index, Scan *scan, KeyColumns *keys,
+            Py_ssize_t nkeys, Py_ssize_t records_left, Py_ssize_t *bytes_left)
 {
-    Input input;
-    if (input_open(record, &input) < 0) {
-        return -1;
-    }
     Sink sink = {put_in_scan, 1, NULL, scan, 0};
-    int status = read_example(input.d, input.size, &sink);
+    int status = read_example(input->d, input->size, &sink);
     if (status == 0 && sink.other_fields && scan->irregular != NULL) {
         PyObject *number = PyLong_FromSsize_t(index);
         status = number == NULL ? -1 : PyList_Append(scan->irregular, number);
         Py_XDECREF(number); /* a failure here is no RecordError: it is raised as it is */
     }
-    *bytes_left -= input.size;
+    *bytes_left -= input->size;
     for (Py_ssize_t j = 0; status == 0 && j < nkeys; j++) {
-        status = scan_values(input.d, &scan->slots[keys[j].slot], &keys[j], index,
+        status = scan_values(input->d, &scan->slots[keys[j].slot], &keys[j], index,
                              records_left - 1, *bytes_left);
     }
     release_features(scan);
-    input_close(&input);
-    if (status < 0) {
+    if (status < 0 && !detached) {
         PyObject *message = take_record_error_message();
         if (message != NULL) {
             fail("record %zd: %U", index, message);
             Py_DECREF(message);
         }
-        return -1;
     }
-    return 0;
+    return status < 0 ? -1 : 0;
+}
+
+/* The bytes values of a key that is not joined: a list of bytes made of its blob and sizes. */
+static PyObject *
+strings_list(const KeyColumns *key)
+{
+    Py_ssize_t count = key->sizes.used / 8;
+    PyObject *list = PyList_New(count);
+    const uint8_t *blob = tfr_block_data(key->blob.block);
+    const uint8_t *sizes = tfr_block_data(key->sizes.block);
+    for (Py_ssize_t i = 0, at = 0; list != NULL && i < count; i++) {
+        Py_ssize_t size = (Py_ssize_t)load_le64(sizes + 8 * i);
+        PyObject *value = PyBytes_FromStringAndSize((const char *)blob + at, size);
+        if (value == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, value);
+        at += size;
+    }
+    return list;
 }
 
 /* The result tuple of one key; its columns are given up. */
@@ -1797,8 +1855,8 @@ key_result(KeyColumns *key)
 {
     PyObject *ints = column_close(&key->ints);
     PyObject *floats = column_close(&key->floats);
-    PyObject *strings = key->strings;
-    if (strings == NULL) { /* a joined key */
+    PyObject *strings;
+    if (key->joined) {
         PyObject *blob = column_close(&key->blob);
         PyObject *sizes = column_close(&key->sizes);
         strings = blob == NULL || sizes == NULL ? NULL : PyTuple_Pack(2, blob, sizes);
@@ -1806,7 +1864,7 @@ key_result(KeyColumns *key)
         Py_XDECREF(sizes);
     }
     else {
-        Py_INCREF(strings);
+        strings = strings_list(key);
     }
     if (ints == NULL || floats == NULL || strings == NULL) {
         Py_XDECREF(ints);
@@ -1824,7 +1882,6 @@ clear_key_columns(KeyColumns *key)
     Py_CLEAR(key->counts_array);
     Py_CLEAR(key->ints.block);
     Py_CLEAR(key->floats.block);
-    Py_CLEAR(key->strings);
     Py_CLEAR(key->blob.block);
     Py_CLEAR(key->sizes.block);
 }
@@ -1834,16 +1891,10 @@ open_key_columns(KeyColumns *key, Py_ssize_t records, int joined)
 {
     key->kinds_array = PyByteArray_FromStringAndSize(NULL, records);
     key->counts_array = PyByteArray_FromStringAndSize(NULL, 8 * records);
+    key->joined = joined;
     if (key->kinds_array == NULL || key->counts_array == NULL || column_open(&key->ints, 1) < 0
-        || column_open(&key->floats, 1) < 0) {
-        return -1;
-    }
-    if (joined) {
-        if (column_open(&key->blob, 1) < 0 || column_open(&key->sizes, 1) < 0) {
-            return -1;
-        }
-    }
-    else if ((key->strings = PyList_New(0)) == NULL) {
+        || column_open(&key->floats, 1) < 0 || column_open(&key->blob, 1) < 0
+        || column_open(&key->sizes, 1) < 0) {
         return -1;
     }
     key->kinds = (uint8_t *)PyByteArray_AS_STRING(key->kinds_array);
@@ -1884,6 +1935,37 @@ index_keys(PyObject *keys, Scan *scan, KeyColumns *columns)
     return 0;
 }
 
+/* Empty the columns again (after a detached pass gave up), keeping their memory. */
+static void
+reset_key_columns(KeyColumns *key)
+{
+    Column *columns[4] = {&key->ints, &key->floats, &key->blob, &key->sizes};
+    for (int i = 0; i < 4; i++) {
+        columns[i]->used = 0;
+        columns[i]->presized = 0;
+    }
+}
+
+/* Every record (``bytes`` in all) into the columns: 0, or -1 at the first that fails. */
+static int
+scan_records(const Input *inputs, Py_ssize_t nrecords, Py_ssize_t bytes, Scan *scan,
+             KeyColumns *columns, Py_ssize_t nkeys)
+{
+    for (Py_ssize_t i = 0; i < nrecords; i++) {
+        if (scan_record(&inputs[i], i, scan, columns, nkeys, nrecords - i, &bytes) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The records are decoded without the GIL, so threads decode batches in parallel: their buffers
+ * are taken first and the Python objects of the result made after. When the detached pass gives
+ * up (a malformed record, or one that needs Python objects: a merged list body, a non-ASCII key),
+ * the batch is decoded again with the GIL, which gives the exact result or error; so is a scan
+ * asked for ``unrequested`` or ``irregular``, which fill Python objects as they go.
+ */
 static PyObject *
 scan_batch(PyObject *module, PyObject *args)
 {
@@ -1907,7 +1989,8 @@ scan_batch(PyObject *module, PyObject *args)
                  unrequested == Py_None ? NULL : unrequested,
                  irregular == Py_None ? NULL : irregular};
     KeyColumns *columns = NULL;
-    Py_ssize_t nkeys = 0, nrecords = 0;
+    Input *inputs = NULL;
+    Py_ssize_t nkeys = 0, nrecords = 0, opened = 0;
     if (keys == NULL) {
         goto done;
     }
@@ -1921,7 +2004,8 @@ scan_batch(PyObject *module, PyObject *args)
     scan.table = PyMem_Calloc(table_size, sizeof(Py_ssize_t));
     scan.slots = PyMem_Calloc((size_t)nkeys + 1, sizeof(Slot));
     columns = PyMem_Calloc((size_t)nkeys + 1, sizeof(KeyColumns));
-    if (scan.table == NULL || scan.slots == NULL || columns == NULL) {
+    inputs = PyMem_Calloc((size_t)nrecords + 1, sizeof(Input));
+    if (scan.table == NULL || scan.slots == NULL || columns == NULL || inputs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1940,20 +2024,26 @@ scan_batch(PyObject *module, PyObject *args)
             goto done;
         }
     }
-    Py_ssize_t bytes_left = 0;
-    for (Py_ssize_t i = 0; i < nrecords; i++) {
-        Input input;
-        if (input_open(PyTuple_GET_ITEM(records, i), &input) < 0) {
+    Py_ssize_t bytes = 0;
+    for (; opened < nrecords; opened++) {
+        if (input_open(PyTuple_GET_ITEM(records, opened), &inputs[opened]) < 0) {
             goto done;
         }
-        bytes_left += input.size;
-        input_close(&input);
+        bytes += inputs[opened].size;
     }
-    for (Py_ssize_t i = 0; i < nrecords; i++) {
-        PyObject *record = PyTuple_GET_ITEM(records, i);
-        if (scan_record(record, i, &scan, columns, nkeys, nrecords - i, &bytes_left) < 0) {
-            goto done;
+    int status = -1;
+    if (scan.unrequested == NULL && scan.irregular == NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        detached = 1;
+        status = scan_records(inputs, nrecords, bytes, &scan, columns, nkeys);
+        detached = 0;
+        Py_END_ALLOW_THREADS
+        for (Py_ssize_t j = 0; status < 0 && j < nkeys; j++) {
+            reset_key_columns(&columns[j]);
         }
+    }
+    if (status < 0 && scan_records(inputs, nrecords, bytes, &scan, columns, nkeys) < 0) {
+        goto done;
     }
     result = PyList_New(nkeys);
     for (Py_ssize_t j = 0; result != NULL && j < nkeys; j++) {
@@ -1972,9 +2062,13 @@ done:
         }
         PyMem_Free(columns);
     }
+    for (Py_ssize_t i = 0; i < opened; i++) {
+        input_close(&inputs[i]);
+    }
+    PyMem_Free(inputs);
     PyMem_Free(scan.slots);
     PyMem_Free(scan.table);
-    PyMem_Free(scan.others);
+    PyMem_RawFree(scan.others);
     Py_XDECREF(scan.owned);
     Py_XDECREF(keys);
     Py_XDECREF(records);

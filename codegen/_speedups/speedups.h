@@ -42,7 +42,9 @@ Py_ssize_t tfr_decode_varints(const uint8_t *d, Py_ssize_t size, uint64_t *out,
 /*
  * blocks.c: Block, the writable buffer the decoders fill (large ones of batch columns
  * recycled through a pool). tfr_block_new gives an empty Block with room for ``capacity`` bytes,
- * whose memory is pooled when ``pooled`` (NULL with an error set); tfr_block_grow makes room for ``capacity`` keeping the first ``keep`` bytes, and
+ * whose memory is pooled when ``pooled`` (NULL with an error set); tfr_block_grow makes room for
+ * ``capacity`` keeping the first ``keep`` bytes of a Block the caller made and has not handed out
+ * (-1 when out of memory, with no error set: it runs without the GIL too), and
  * tfr_block_finish sets the bytes the buffer exposes, fitting its memory (0, or -1 with an error
  * set). tfr_add_block_type adds the type to the module.
  */
