@@ -39,10 +39,16 @@ record of its part of the data once per epoch:
   at least ``S`` files, the files whose position ``j`` in the sorted list has ``j % S`` equal to
   it; with fewer files every shard reads all files and keeps record ``i`` of file ``j`` when
   ``(j + i) % S`` equals it. Either way each record is read by exactly one shard in every epoch.
-* **Where the work happens**: reading, CRC checks and decoding run in the iterating thread. A
-  background reader thread was measured and left out: reading and decoding both hold the GIL, so
-  it gained nothing steady (from -30% to +25% across workloads and runs); DataLoader workers,
-  which are processes, overlap reading with training.
+* **Where the work happens**: reading and CRC checks run in the iterating thread; batches are
+  decoded by ``num_threads`` threads (``None``, the default: one per core this process may run
+  on, ``os.sched_getaffinity``, at most 8, when the C accelerator is built; one in a DataLoader
+  worker, whose processes already spread the work, and without the accelerator). The accelerator
+  decodes a batch's records without holding the GIL (``scan_batch``), so the threads decode in
+  parallel while the iterating thread reads ahead; up to ``2 * num_threads`` batches are in
+  flight. The batches come out in the order their records were read, so the order, the
+  positions of :meth:`Dataset.state_dict`, epochs and the exactly-once guarantees are those of
+  ``num_threads=1`` (decoding in the iterating thread). Records (``batch_size=None``) are decoded
+  one by one in the iterating thread.
 * **Bad data**: with ``on_error="raise"`` (the default) a corrupt or truncated file raises
   :class:`~codegen.errors.DataError` naming the file, record and byte offset; so does a record
   that does not decode. With ``on_error="skip"`` the readers resynchronise after corrupt stretches,
@@ -63,6 +69,7 @@ record of its part of the data once per epoch:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import itertools
@@ -72,6 +79,7 @@ import secrets
 import sys
 from array import array
 from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
@@ -128,6 +136,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 B = TypeVar("B", bound="ColumnBatch")
 
 _log = logging.getLogger(__name__)
@@ -140,6 +149,9 @@ _STATE_VERSION = 1
 
 _RECORD_CHUNK = 256
 """Records handed over (and decoded) together when a dataset yields records one by one."""
+
+_MOST_THREADS = 8
+"""The most threads a dataset decodes with by default."""
 
 _Raw = tuple[bytes, int, int]
 """A raw record, its file's position in :attr:`Dataset.files` and its index in that file."""
@@ -174,6 +186,7 @@ class DatasetOptions(TypedDict, total=False):
     equal_batches: EqualBatches | None
     storage_options: StorageOptions | None
     max_record_bytes: int | None
+    num_threads: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +255,7 @@ class Dataset(Generic[T]):
         count: bool = False,
         equal_batches: EqualBatches | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        num_threads: int | None = None,
         arrow_schema: Callable[[], Any] | None = None,
         storage_options: StorageOptions | None = None,
     ) -> None:
@@ -255,6 +269,7 @@ class Dataset(Generic[T]):
         _positive("interleave", interleave)
         _positive("rank", rank, zero=True)
         _positive("world_size", world_size)
+        _positive("num_threads", num_threads)
         if seed is not None and (type(seed) is not int or seed < 0):
             raise TfrGenError(f"Dataset: seed must be an int >= 0 or None, got {seed!r}")
         if equal_batches not in (None, "drop", "pad"):
@@ -290,6 +305,9 @@ class Dataset(Generic[T]):
         self.seed = secrets.randbits(63) if seed is None else seed
         self.epochs = epochs
         self.interleave = interleave
+        self.num_threads = num_threads
+        """Threads decoding batches (``None``: chosen when an iteration starts, see the module
+        docstring)."""
         self._rank = rank
         self._world_size = world_size
         _environment_shard(rank, world_size)  # checks rank and world_size now
@@ -556,16 +574,8 @@ class Dataset(Generic[T]):
                         continue
                     _mark(at, tape, base + j + 1, j == last)
                     yield record
-        elif self.on_error == "skip":
-            yield from self._skipping_batches(tape, decode_batch, offsets)
         else:
-            size = cast("int", self.batch_size)
-            while chunk := tape.take(size):
-                if len(chunk) < size and self.drop_remainder:
-                    return
-                batch = self._batch(chunk, decode_batch, offsets)
-                _mark(at, tape, tape.consumed, True)
-                yield batch
+            yield from self._batches(tape, decode_batch, offsets)
 
     def to_torch(self) -> IterableDataset[dict[str, Any]]:
         """A ``torch.utils.data.IterableDataset`` of the batches as dicts of tensors (see
@@ -606,42 +616,69 @@ class Dataset(Generic[T]):
                 self._failed(raw, exc, offsets)
         return out
 
-    def _batch(
-        self, chunk: list[_Raw], decode_batch: Callable[[Sequence[bytes]], T], offsets: _Offsets
-    ) -> T:
-        """The batch of ``chunk``; when it does not decode, the first record to blame raises."""
-        try:
-            return decode_batch([raw[0] for raw in chunk])
-        except RecordError:
-            self._records(chunk, offsets)
-            raise
-
-    def _skipping_batches(
+    def _batches(
         self, tape: _Tape, decode_batch: Callable[[Sequence[bytes]], T], offsets: _Offsets
     ) -> Iterator[T]:
-        """The batches of one epoch with ``on_error="skip"``: the records of a batch that does not
-        decode are decoded one by one, those that fail are reported and left out, and the records
-        after them fill the batch up."""
+        """The batches of one epoch, decoded by :meth:`_threads` threads, in the order of their
+        records. A batch that does not decode raises :class:`DataError` for the first record to
+        blame; with ``on_error="skip"`` its records are decoded one by one, those that fail are
+        reported and left out, and the records after them fill the batch up (the batches read
+        ahead are given back to the tape and made again)."""
         size = cast("int", self.batch_size)
         at = cast("list[int]", self._at)
-        chunk: list[_Raw] = []
-        while True:
-            chunk += tape.take(size - len(chunk))
-            if not chunk or (len(chunk) < size and self.drop_remainder):
-                return
-            try:
-                batch = decode_batch([raw[0] for raw in chunk])
-            except RecordError:
-                good = [raw for raw in chunk if self._decodes(raw, offsets)]
-                if len(good) == len(chunk):
-                    raise  # each record decodes alone: the batch decoder itself failed
-                chunk = good
-                continue
-            _mark(at, tape, tape.consumed, True)
-            yield batch
-            if len(chunk) < size:
-                return  # the epoch's last, smaller batch
-            chunk = []
+        threads = self._threads()
+        pool = ThreadPoolExecutor(threads, "tfr-gen-decode") if threads > 1 else None
+        submit: Callable[..., _Pending[T]] = _Decoded if pool is None else pool.submit
+        pending: collections.deque[tuple[list[_Raw], int, _Pending[T]]] = collections.deque()
+        carry: list[_Raw] = []
+        ended = False
+        try:
+            while True:
+                while not ended and len(pending) < 2 * threads:
+                    chunk = carry + tape.take(size - len(carry))
+                    carry = []
+                    if not chunk or (len(chunk) < size and self.drop_remainder):
+                        tape.unread(chunk)  # a batch that fails before it may need them
+                        ended = True
+                        break
+                    ended = len(chunk) < size  # the epoch's last, smaller batch
+                    data = [raw[0] for raw in chunk]
+                    pending.append((chunk, tape.consumed, submit(decode_batch, data)))
+                if not pending:
+                    return
+                chunk, consumed, decoding = pending.popleft()
+                try:
+                    batch = decoding.result()
+                except RecordError:
+                    if self.on_error == "raise":
+                        self._records(chunk, offsets)
+                        raise
+                    good = [raw for raw in chunk if self._decodes(raw, offsets)]
+                    if len(good) == len(chunk):
+                        raise  # each record decodes alone: the batch decoder itself failed
+                    tape.unread([raw for later in pending for raw in later[0]])
+                    for later in pending:
+                        later[2].cancel()
+                    pending.clear()
+                    carry, ended = good, False
+                    continue
+                _mark(at, tape, consumed, True)
+                yield batch
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _threads(self) -> int:
+        """The threads that decode batches in this iteration (see the module docstring)."""
+        if self.num_threads is not None:
+            return self.num_threads
+        if speedups is None or _in_worker():
+            return 1
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return max(1, min(cores, _MOST_THREADS))
 
     def _decodes(self, raw: _Raw, offsets: _Offsets) -> bool:
         """Whether the raw record decodes on its own (see :meth:`_failed` when it does not)."""
@@ -945,9 +982,10 @@ def _shuffled(records: Iterator[_Raw], size: int, rng: np.random.Generator) -> I
 class _Tape:
     """An epoch's raw records taken in lists, counting them, with a look one record ahead."""
 
-    __slots__ = ("_held", "_records", "consumed")
+    __slots__ = ("_held", "_records", "_source", "consumed")
 
     def __init__(self, records: Iterator[_Raw]) -> None:
+        self._source = records
         self._records = records
         self._held: _Raw | None = None
         self.consumed = 0
@@ -967,6 +1005,16 @@ class _Tape:
         while count > 0 and (taken := len(self.take(min(count, 4096)))):
             count -= taken
 
+    def unread(self, raws: list[_Raw]) -> None:
+        """Gives back ``raws``, the last records taken, in order: the next :meth:`take` has them
+        first."""
+        if not raws:
+            return
+        self.consumed -= len(raws)
+        back = raws if self._held is None else [*raws, self._held]
+        self._held = None
+        self._records = itertools.chain(back, self._records)
+
     def ended(self) -> bool:
         """Whether no record is left."""
         if self._held is None:
@@ -974,7 +1022,7 @@ class _Tape:
         return self._held is None
 
     def close(self) -> None:
-        close = getattr(self._records, "close", None)
+        close = getattr(self._source, "close", None)
         if close is not None:
             close()
 
@@ -989,14 +1037,51 @@ def _mark(at: list[int], tape: _Tape, consumed: int, maybe_last: bool) -> None:
         at[1] = consumed
 
 
+class _Pending(Protocol[T_co]):
+    """A batch being decoded: a ``concurrent.futures.Future`` or a :class:`_Decoded`."""
+
+    def result(self) -> T_co: ...
+
+    def cancel(self) -> bool: ...
+
+
+class _Decoded(Generic[T]):
+    """A batch decoded in the iterating thread (``num_threads=1``), as a finished future."""
+
+    __slots__ = ("_error", "_value")
+
+    def __init__(self, decode_batch: Callable[[Sequence[bytes]], T], data: list[bytes]) -> None:
+        self._value: T | None = None
+        self._error: Exception | None = None
+        try:
+            self._value = decode_batch(data)
+        except Exception as exc:  # raised by result(), in order, as a future raises it
+            self._error = exc
+
+    def result(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return cast("T", self._value)
+
+    def cancel(self) -> bool:
+        return False
+
+
+def _worker_info() -> Any:
+    """The PyTorch DataLoader worker's information in a worker process, else ``None``."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else torch.utils.data.get_worker_info()
+
+
+def _in_worker() -> bool:
+    """Whether this process is a PyTorch DataLoader worker."""
+    return _worker_info() is not None
+
+
 def _worker_slot() -> int:
     """This DataLoader worker's id (0 in a process that is not one)."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        info = torch.utils.data.get_worker_info()
-        if info is not None:
-            return int(info.id)
-    return 0
+    info = _worker_info()
+    return 0 if info is None else int(info.id)
 
 
 def _short(value: object) -> str:
