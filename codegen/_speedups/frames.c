@@ -328,6 +328,29 @@ frame_records(PyObject *self, PyObject *args)
 
 /* --- scan_frames -------------------------------------------------------------------------- */
 
+/* Where the whole (and, with ``verify``, checked) frames of buf[pos:size] end: the frames are
+ * found without the GIL, and their records made after. */
+static size_t
+frames_end(const unsigned char *buf, size_t size, size_t pos, int verify)
+{
+    while (size - pos >= FRAME_SIZE) {
+        const unsigned char *header = buf + pos;
+        uint64_t length = get_u64(header);
+        if (verify && masked_crc(header, 8) != get_u32(header + 8)) {
+            break;
+        }
+        if (length > size - pos - FRAME_SIZE) {
+            break; /* cut off by the end of the buffer */
+        }
+        const unsigned char *data = header + HEADER_SIZE;
+        if (verify && masked_crc(data, (size_t)length) != get_u32(data + length)) {
+            break;
+        }
+        pos += (size_t)length + FRAME_SIZE;
+    }
+    return pos;
+}
+
 PyDoc_STRVAR(scan_frames_doc,
 "scan_frames(buffer, start, verify, /) -> tuple[list[bytes], int]\n\n"
 "The data of the whole frames at ``buffer[start:]`` (a bytes-like object), in order, and the\n"
@@ -364,20 +387,13 @@ scan_frames(PyObject *self, PyObject *args)
     }
     crc_prepare();
     const unsigned char *buf = (const unsigned char *)view.buf;
-    size_t size = (size_t)view.len, pos = (size_t)start;
-    while (size - pos >= FRAME_SIZE) {
-        const unsigned char *header = buf + pos;
-        uint64_t length = get_u64(header);
-        if (verify && masked_crc(header, 8) != get_u32(header + 8)) {
-            break;
-        }
-        if (length > size - pos - FRAME_SIZE) {
-            break; /* cut off by the end of the buffer */
-        }
-        const unsigned char *data = header + HEADER_SIZE;
-        if (verify && masked_crc(data, (size_t)length) != get_u32(data + length)) {
-            break;
-        }
+    size_t size = (size_t)view.len, pos = (size_t)start, stop;
+    Py_BEGIN_ALLOW_THREADS
+    stop = frames_end(buf, size, pos, verify);
+    Py_END_ALLOW_THREADS
+    while (pos < stop) {
+        uint64_t length = get_u64(buf + pos);
+        const unsigned char *data = buf + pos + HEADER_SIZE;
         Py_ssize_t at = (Py_ssize_t)(pos + HEADER_SIZE);
         PyObject *record = views ? PySequence_GetSlice(whole, at, at + (Py_ssize_t)length)
                                  : PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)length);
