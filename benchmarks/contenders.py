@@ -36,7 +36,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence, Sized
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
@@ -49,6 +49,7 @@ from benchmarks.workloads import ROOT
 from codegen.cli import main as cli_main
 from codegen.kinds import IMAGE_ENCODINGS
 from codegen.runtime import read_tfrecord, write_tfrecord
+from codegen.runtime.data.dataset import Dataset
 from codegen.runtime.io.compression import Deflate, use_deflate
 from codegen.runtime.tf.parse import parse_specs
 
@@ -78,6 +79,8 @@ PROTOBUF_PARSE = "protobuf parse+access"
 TFRGEN_DECODE_BATCH = "tfr-gen decode_batch(1024) (columns)"
 TFRGEN_TO_ARROW = "tfr-gen decode_batch(1024)+to_arrow"
 TFRGEN_DATASET = "tfr-gen dataset(batch_size=1024) (columns)"
+TFRGEN_DATASET_THREADS = "tfr-gen dataset(batch_size=1024, num_threads=2)"
+TFRGEN_RESUME = "tfr-gen dataset resume at mid-file (re-read, no decoding)"
 TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
 TF_IMAGE_PIPELINE = "TF map(parse_example+decode_jpeg, AUTOTUNE).batch(1024).prefetch"
 TF_RAW_READ = "TF TFRecordDataset.batch(1024) (raw bytes)"
@@ -255,8 +258,8 @@ class _Columnar(Protocol):
     def decode_batch(self, data: Sequence[bytes]) -> Sized: ...
 
     def dataset(
-        self, files: str | list[str], *, batch_size: int, compression: None
-    ) -> Iterable[Sized]: ...
+        self, files: str | list[str], *, batch_size: int, compression: None, num_threads: int = ...
+    ) -> Dataset[Sized]: ...
 
 
 def _batched(
@@ -349,12 +352,35 @@ def _tf_pyarrow_parquet(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Out
     return run
 
 
-def _dataset(p: Prepared) -> Callable[[], Outcome]:
-    """Batches of the TFRecord file through ``Record.dataset`` (reading, CRC checks, decoding)."""
-    dataset = cast("_Columnar", p.cls).dataset(str(p.path), batch_size=_BATCH, compression=None)
+def _dataset(p: Prepared, threads: int = 1) -> Callable[[], Outcome]:
+    """Batches of the TFRecord file through ``Record.dataset`` (reading, CRC checks, decoding),
+    decoded by ``threads`` threads."""
+    dataset = cast("_Columnar", p.cls).dataset(
+        str(p.path), batch_size=_BATCH, compression=None, num_threads=threads
+    )
 
     def run() -> Outcome:
         return Outcome(sum(len(batch) for batch in dataset))
+
+    return run
+
+
+def _resume(p: Prepared) -> Callable[[], Outcome]:
+    """What resuming costs: a ``Dataset`` loads a state saved half way through the file and reads
+    the rest, re-reading the records before the position without decoding them: against the
+    single-threaded ``Dataset`` row (which decodes every record), the time re-reading saves."""
+    cls = cast("_Columnar", p.cls)
+    first = cls.dataset(str(p.path), batch_size=_BATCH, compression=None, num_threads=1)
+    batches = iter(first)
+    for _ in range(max(1, len(p.serialized) // _BATCH // 2)):
+        next(batches)
+    state = first.state_dict()
+    del batches
+
+    def run() -> Outcome:
+        dataset = cls.dataset(str(p.path), batch_size=_BATCH, compression=None, num_threads=1)
+        dataset.load_state_dict(state)
+        return Outcome(int(state["consumed"]) + sum(len(batch) for batch in dataset))
 
     return run
 
@@ -704,6 +730,8 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         _batched(p, TFRGEN_DECODE_BATCH, "decode", lambda: _decode_batch(p)),
         with_arrow(TFRGEN_TO_ARROW, "decode", lambda: _to_arrow(p)),
         _batched(p, TFRGEN_DATASET, "read", lambda: _dataset(p)),
+        _batched(p, TFRGEN_DATASET_THREADS, "read", lambda: _dataset(p, 2)),
+        _batched(p, TFRGEN_RESUME, "read", lambda: _resume(p)),
         with_tf(TF_PIPELINE, "read", lambda: _tf_pipeline(p, tf)),
         (
             with_tf(TF_IMAGE_PIPELINE, "read", lambda: _tf_image_pipeline(p, tf))
