@@ -167,6 +167,7 @@ REVEALED = {
     "Customer.decode_batch([b''])": "customer.CustomerBatch",
     "Customer.dataset('x', batch_size=8)": "codegen.runtime.data.dataset.Dataset[customer.CustomerBatch]",
     "Customer.dataset('x', batch_size=None)": "codegen.runtime.data.dataset.Dataset[customer.Customer]",
+    "Customer.dataset('y',num_threads=2, batch_size=8)": "codegen.runtime.data.dataset.Dataset[customer.CustomerBatch]",
     "Customer.indexed('x')": "codegen.runtime.io.indexed.IndexedRecords[customer.Customer]",
     "Customer.indexed('x')[0]": "customer.Customer",
     "Customer.random_access('x')": "codegen.runtime.data.random_access.RandomAccess[customer.Customer]",
