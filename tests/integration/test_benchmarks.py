@@ -40,7 +40,9 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
         TF_IMAGE_PIPELINE,
         TFRGEN_DATASET,
         TFRGEN_DATASET_SHARDS,
+        TFRGEN_DATASET_THREADS,
         TFRGEN_DECODE_BATCH,
+        TFRGEN_RESUME,
         VAHIDK_READ,
     )
     from benchmarks.objectstore import S3_DATASET, S3_RAW
@@ -85,7 +87,15 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
                 continue
             if (
                 name
-                in (TFRGEN_DECODE_BATCH, TFRGEN_DATASET, TFRGEN_DATASET_SHARDS, S3_DATASET, S3_RAW)
+                in (
+                    TFRGEN_DECODE_BATCH,
+                    TFRGEN_DATASET,
+                    TFRGEN_DATASET_SHARDS,
+                    TFRGEN_DATASET_THREADS,
+                    TFRGEN_RESUME,
+                    S3_DATASET,
+                    S3_RAW,
+                )
                 and not columnar
             ):
                 assert "has no decode_batch" in row["skipped"]
@@ -268,6 +278,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         TFRGEN_CONSTRUCT_ENCODE,
         TFRGEN_DATASET,
         TFRGEN_DATASET_SHARDS,
+        TFRGEN_DATASET_THREADS,
         TFRGEN_DECODE,
         TFRGEN_DECODE_BATCH,
         TFRGEN_ENCODE,
@@ -298,6 +309,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         (TFRGEN_DATASET, TF_PIPELINE, None, "SKIP"),
         (TFRGEN_DATASET, VAHIDK_READ, None, "SKIP"),
         (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, None, "SKIP"),
+        (TFRGEN_DATASET_THREADS, TFRGEN_DATASET, None, "SKIP"),
         (TFRGEN_WRITE, TF_WRITE, None, "SKIP"),
         (GZIP_WRITE, STDLIB_GZIP_WRITE, None, "SKIP"),
         (GZIP_READ, STDLIB_GZIP_READ, None, "SKIP"),
