@@ -7,9 +7,10 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+from collections.abc import Generator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -121,7 +122,7 @@ def test_threaded_resume_goes_on_where_one_thread_was(module: ModuleType, tmp_pa
     whole = [b.id.tolist() for b in dataset(1)]
     for k in (0, 5, len(whole) // 2 + 1, len(whole) - 1):
         first = dataset(3)
-        it = iter(first)
+        it = cast("Generator[Any]", iter(first))
         head = [next(it).id.tolist() for _ in range(k)]
         state = first.state_dict()
         it.close()
