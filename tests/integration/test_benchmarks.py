@@ -103,7 +103,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
             assert row["skipped"] is None, (where, row)
             assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
         assert f"| {where} | tfr-gen decode |" in out_md.read_text()
-    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 14 + ["sequence"] * 14
+    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 15 + ["sequence"] * 15
     for bar in report["bars"]:
         assert bar["verdict"] in ("PASS", "FAIL") or bar["baseline"] == VAHIDK_READ, bar
 
