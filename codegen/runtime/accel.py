@@ -86,9 +86,17 @@ class Speedups(Protocol):
         a memoryview, any shape), like ``varint.encode_packed_int64``."""
         ...
 
-    def encode_examples(self, count: int, entries: tuple[tuple[Any, ...], ...], /) -> list[bytes]:
+    def encode_examples(
+        self,
+        count: int,
+        entries: tuple[tuple[Any, ...], ...],
+        lists: tuple[tuple[Any, ...], ...] | None = None,
+        /,
+    ) -> list[bytes]:
         """``count`` serialized Examples from columns: one ``(key_field, kind, values, offsets, present)``
-        entry per feature, in map order (``codegen/_speedups/encode.c``; used by ``codec/encode.py``)."""
+        entry per feature, in map order; with ``lists`` (entries with each record's ``steps`` last),
+        SequenceExamples whose context is ``entries`` (``codegen/_speedups/encode.c``; used by
+        ``codec/encode.py``)."""
         ...
 
     def ExamplePlan(  # noqa: N802  (a class of the extension)

@@ -148,7 +148,7 @@ class RecordMeta:
     def batch_encoder(self) -> BatchEncoder:
         """The columnar encoder of the record's batches (built on first use)."""
         if self._batch_encoder is None:
-            self._batch_encoder = BatchEncoder(self.features, self.sequence is not None)
+            self._batch_encoder = BatchEncoder(self.features, self.sequence)
         return self._batch_encoder
 
     @property
