@@ -32,6 +32,9 @@ typedef struct {
     Py_buffer present;
     Py_buffer steps;
     int has_values, has_offsets, has_present, has_steps;
+    uint8_t *packed; /* int64: the packed varints of list packed_list (-1: none), read once for size and bytes */
+    Py_ssize_t packed_capacity, packed_size;
+    int64_t packed_list;
 } Entry;
 
 static inline Py_ssize_t
@@ -64,6 +67,37 @@ put_varint(uint8_t *out, uint64_t value)
         value >>= 7;
     }
     *out++ = (uint8_t)value;
+    return out;
+}
+
+/*
+ * The packed varints of count native int64 at values. Values below 2**21 (one to three bytes: pixels, token ids)
+ * are written without branching on their size: three bytes stored, the pointer moved by the varint's size. That
+ * writes up to two bytes past a varint, so it stops two values before the end (each later value takes at least
+ * one byte of the exactly sized output).
+ */
+static uint8_t *
+put_packed(uint8_t *out, const char *values, Py_ssize_t count)
+{
+    Py_ssize_t j = 0;
+    for (; j + 2 < count; j++) {
+        uint64_t value;
+        memcpy(&value, values + 8 * j, 8);
+        if (value >= 0x200000) {
+            out = put_varint(out, value);
+            continue;
+        }
+        uint32_t more1 = value >= 0x80, more2 = value >= 0x4000;
+        out[0] = (uint8_t)((value & 0x7F) | (more1 << 7));
+        out[1] = (uint8_t)(((value >> 7) & 0x7F) | (more2 << 7));
+        out[2] = (uint8_t)(value >> 14);
+        out += 1 + more1 + more2;
+    }
+    for (; j < count; j++) {
+        uint64_t value;
+        memcpy(&value, values + 8 * j, 8);
+        out = put_varint(out, value);
+    }
     return out;
 }
 
@@ -116,20 +150,27 @@ raw_length(const Entry *e, int64_t start, int64_t stop)
 
 /* The size of the list body of one list's values (the packed payload for numbers), or -1 with an error. */
 static Py_ssize_t
-payload_size(const Entry *e, int64_t start, int64_t stop)
+payload_size(Entry *e, int64_t start, int64_t stop)
 {
     if (e->kind == 2) {
         return (Py_ssize_t)(stop - start) * 4;
     }
     Py_ssize_t size = 0;
     if (e->kind == 3) {
-        const char *values = (const char *)e->values.buf;
-        for (int64_t j = start; j < stop; j++) {
-            uint64_t value;
-            memcpy(&value, values + 8 * j, 8);
-            size += size_of_varint(value);
+        Py_ssize_t needed = 10 * (Py_ssize_t)(stop - start) + 8;
+        if (needed > e->packed_capacity) {
+            uint8_t *grown = PyMem_Realloc(e->packed, (size_t)needed);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            e->packed = grown;
+            e->packed_capacity = needed;
         }
-        return size;
+        const char *values = (const char *)e->values.buf + 8 * start;
+        e->packed_size = put_packed(e->packed, values, (Py_ssize_t)(stop - start)) - e->packed;
+        e->packed_list = start;
+        return e->packed_size;
     }
     if (e->kind == 4) {
         Py_ssize_t length = raw_length(e, start, stop);
@@ -162,7 +203,7 @@ feature_size(int kind, Py_ssize_t count, Py_ssize_t payload)
 }
 
 static uint8_t *
-put_values(uint8_t *out, const Entry *e, int64_t start, int64_t stop, Py_ssize_t payload)
+put_values(uint8_t *out, Entry *e, int64_t start, int64_t stop, Py_ssize_t payload)
 {
     Py_ssize_t count = (Py_ssize_t)(stop - start);
     *out++ = LIST_TAGS[e->kind];
@@ -179,12 +220,11 @@ put_values(uint8_t *out, const Entry *e, int64_t start, int64_t stop, Py_ssize_t
             memcpy(out, values + 4 * start, (size_t)payload);
             return out + payload;
         }
-        for (int64_t j = start; j < stop; j++) {
-            uint64_t value;
-            memcpy(&value, values + 8 * j, 8);
-            out = put_varint(out, value);
+        if (e->packed_list == start && e->packed_size == payload) {
+            memcpy(out, e->packed, (size_t)payload);
+            return out + payload;
         }
-        return out;
+        return put_packed(out, values + 8 * start, (Py_ssize_t)(stop - start));
     }
     out = put_varint(out, (uint64_t)payload);
     if (e->kind == 4) {
@@ -213,7 +253,7 @@ put_values(uint8_t *out, const Entry *e, int64_t start, int64_t stop, Py_ssize_t
 
 /* The size of the Feature of list j (payload_size of it in *payload), or -1 with an error. */
 static Py_ssize_t
-list_feature_size(const Entry *e, Py_ssize_t j, Py_ssize_t *payload)
+list_feature_size(Entry *e, Py_ssize_t j, Py_ssize_t *payload)
 {
     int64_t start = int64_at(&e->offsets, j), stop = int64_at(&e->offsets, j + 1);
     *payload = payload_size(e, start, stop);
@@ -225,7 +265,7 @@ list_feature_size(const Entry *e, Py_ssize_t j, Py_ssize_t *payload)
 
 /* The size of record i's map value of the entry: its Feature, or its FeatureList of one Feature per step. */
 static Py_ssize_t
-value_size(const Entry *e, Py_ssize_t i, Py_ssize_t *payload)
+value_size(Entry *e, Py_ssize_t i, Py_ssize_t *payload)
 {
     if (!e->has_steps) {
         return list_feature_size(e, i, payload);
@@ -244,7 +284,7 @@ value_size(const Entry *e, Py_ssize_t i, Py_ssize_t *payload)
 }
 
 static uint8_t *
-put_value(uint8_t *out, const Entry *e, Py_ssize_t i, Py_ssize_t payload)
+put_value(uint8_t *out, Entry *e, Py_ssize_t i, Py_ssize_t payload)
 {
     if (!e->has_steps) {
         return put_values(out, e, int64_at(&e->offsets, i), int64_at(&e->offsets, i + 1), payload);
@@ -262,11 +302,11 @@ put_value(uint8_t *out, const Entry *e, Py_ssize_t i, Py_ssize_t payload)
 
 /* The size of record i's map of n entries (each entry's payload and value size in sizes), or -1 with an error. */
 static Py_ssize_t
-map_size(const Entry *entries, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *sizes)
+map_size(Entry *entries, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *sizes)
 {
     Py_ssize_t body = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        const Entry *e = &entries[k];
+        Entry *e = &entries[k];
         sizes[2 * k + 1] = -1;
         if (e->has_present && !((const char *)e->present.buf)[i]) {
             continue;
@@ -283,10 +323,10 @@ map_size(const Entry *entries, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *sizes)
 }
 
 static uint8_t *
-put_map(uint8_t *out, const Entry *entries, Py_ssize_t n, Py_ssize_t i, const Py_ssize_t *sizes)
+put_map(uint8_t *out, Entry *entries, Py_ssize_t n, Py_ssize_t i, const Py_ssize_t *sizes)
 {
     for (Py_ssize_t k = 0; k < n; k++) {
-        const Entry *e = &entries[k];
+        Entry *e = &entries[k];
         Py_ssize_t payload = sizes[2 * k], value = sizes[2 * k + 1];
         if (value < 0) {
             continue;
@@ -326,6 +366,7 @@ release(Entry *entries, Py_ssize_t n)
         for (Py_ssize_t j = 0; j < e->item_count; j++) {
             PyBuffer_Release(&e->item_buffers[j]);
         }
+        PyMem_Free(e->packed);
         PyMem_Free(e->item_buffers);
     }
     PyMem_Free(entries);
@@ -382,6 +423,7 @@ load_entry(Entry *e, PyObject *spec, Py_ssize_t count, int with_steps)
                           &offsets, &present, &steps)) {
         return -1;
     }
+    e->packed_list = -1;
     e->key = PyBytes_AS_STRING(key);
     e->key_size = PyBytes_GET_SIZE(key);
     if (e->kind < 0 || e->kind > 4) {

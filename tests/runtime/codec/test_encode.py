@@ -139,6 +139,28 @@ def test_raw_ragged_and_feature_list_columns_are_each_records_bytes(
     assert cls.__tfr__.batch_encoder.encode(decoded.columns(), len(records)) == fast
 
 
+VARINT_EDGES = (0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**35, 2**63 - 1, -1, -(2**63))
+"""int64 values at every varint size boundary (one to ten bytes)."""
+
+
+def test_int64_columns_of_every_varint_size_encode_as_each_record(
+    modules: dict[str, ModuleType],
+) -> None:
+    columnar()
+    rng = np.random.default_rng(7)
+    edges = np.array(VARINT_EDGES, np.int64)
+    digit, sentence = modules["mnist"].Digit, modules["sentence"].Sentence
+    digits = [digit(label=int(e), image=rng.choice(edges, 784)) for e in edges]
+    sentences = [
+        sentence(length=n, tokens=rng.choice(edges, n), labels=edges[-n:] if n else edges[:0])
+        for n in range(len(edges) + 1)
+    ]
+    for cls, records in ((digit, digits), (sentence, sentences)):
+        expected = [record.encode() for record in records]
+        batch = batch_class(cls).from_records(records)
+        assert cls.__tfr__.batch_encoder.encode(batch.columns(), len(records)) == expected
+
+
 def test_signaling_nans_of_float_scalars_are_quieted_as_records_do(
     modules: dict[str, ModuleType],
 ) -> None:
