@@ -1,8 +1,10 @@
-"""TFRecord files (or a dataset directory) to Parquet and back, decoded by a schema at run time.
+"""TFRecord files (or a dataset directory) to Parquet, and Parquet back to a TFRecord file or a dataset directory,
+decoded and encoded by a schema at run time.
 
 Both directions stream: records are read a reader buffer at a time (:class:`~codegen.tools.scan.Scanner`),
 decoded into columns (:class:`~codegen.runtime.codec.batch.BatchCodec`) and written as one Arrow record batch
-each; Parquet is read a row group batch at a time and encoded column by column. Memory stays bounded by a batch
+each; Parquet is read a batch of rows at a time and encoded column by column (a whole column at once in C when the
+accelerator is built). Memory stays bounded by a batch
 whatever the size of the data. The output appears whole or not at all (a temporary file renamed at the end).
 
 The Parquet file's schema metadata names the record's schema (module, record, version, fingerprint, canonical
@@ -35,10 +37,12 @@ from codegen.runtime.codec.arrow import (
     to_arrow,
 )
 from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.codec.encode import BatchEncoder
 from codegen.runtime.data.manifest import load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
+from codegen.runtime.data.shards import write_dataset
 from codegen.runtime.extras import optional_module
-from codegen.runtime.io.compression import CompressionArg
+from codegen.runtime.io.compression import Compression, CompressionArg
 from codegen.runtime.io.files import file_size, is_directory, open_input
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter, open_output
@@ -46,7 +50,14 @@ from codegen.tools.dynamic import DynamicRecord, select_record
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs
 
-__all__ = ["MANIFEST", "Converted", "Converter", "parquet_to_tfrecord", "tfrecord_to_parquet"]
+__all__ = [
+    "MANIFEST",
+    "Converted",
+    "Converter",
+    "parquet_to_dataset",
+    "parquet_to_tfrecord",
+    "tfrecord_to_parquet",
+]
 
 MANIFEST = b"tfr.manifest"
 """The Parquet schema metadata key of the manifest of the dataset a file was converted from."""
@@ -84,6 +95,10 @@ class Converter:
             schema.fingerprint,
             schema.canonical,
             tuple(column_form(codec) for codec in codecs),
+        )
+
+        self.batch_encoder = BatchEncoder(
+            self.record.codecs, self.record.sequence_codecs if self.record.is_sequence else None
         )
 
     @property
@@ -204,62 +219,91 @@ def parquet_to_tfrecord(
     progress: TextIO | None = None,
 ) -> Converted:
     """Convert Parquet files (paths or globs) to the TFRecord file ``output`` (``.gz``/``.zlib``: compressed)."""
+    records = 0
+    with TFRecordWriter(output, compression="auto") as writer:
+        for data in _parquet_records(converter, inputs, batch_rows, progress):
+            writer.write(data)
+            records += 1
+    return Converted(records, file_size(output))
+
+
+def parquet_to_dataset(
+    converter: Converter,
+    inputs: Sequence[str],
+    directory: str,
+    *,
+    shards: int | None = None,
+    max_records_per_shard: int | None = None,
+    compression: Compression = "gzip",
+    prefix: str | None = None,
+    overwrite: bool = False,
+    batch_rows: int = 8192,
+    progress: TextIO | None = None,
+) -> Converted:
+    """Convert Parquet files (paths or globs) to a dataset directory: shards and a manifest naming the schema,
+    written by :func:`~codegen.runtime.data.shards.write_dataset` (``shards`` splits the records evenly, after
+    collecting them; ``max_records_per_shard`` streams; with neither, one shard). The manifest's publication is
+    the one commit: a failed conversion leaves the directory's previous dataset as it was."""
+    manifest = write_dataset(
+        directory,
+        _parquet_records(converter, inputs, batch_rows, progress),
+        schema=converter.info,
+        shards=shards,
+        max_records_per_shard=max_records_per_shard,
+        compression=compression,
+        prefix=prefix,
+        overwrite=overwrite,
+    )
+    return Converted(manifest.record_count, sum(shard.size for shard in manifest.shards))
+
+
+def _parquet_records(
+    converter: Converter, inputs: Sequence[str], batch_rows: int, progress: TextIO | None
+) -> Iterator[bytes]:
+    """The serialized records of Parquet files (paths or globs), after checking the schema in their metadata,
+    read a batch of ``batch_rows`` rows at a time (with a progress bar on ``progress``)."""
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
     paths = expand_inputs(inputs)
     with ExitStack() as opened:
         sources = [opened.enter_context(open_input(path, buffered=True)) for path in paths]
-        return _parquet_to_tfrecord(
-            converter,
-            paths,
-            [pq.ParquetFile(source) for source in sources],
-            output,
-            batch_rows,
-            progress,
-        )
-
-
-def _parquet_to_tfrecord(
-    converter: Converter,
-    paths: list[str],
-    files: list[Any],
-    output: str,
-    batch_rows: int,
-    progress: TextIO | None,
-) -> Converted:
-    """:func:`parquet_to_tfrecord` of the opened Parquet ``files``."""
-    for path, file in zip(paths, files, strict=True):
-        _parquet_schema_check(converter, file.schema_arrow.metadata, path)
-    rows = sum(file.metadata.num_rows for file in files)
-    size = sum(file_size(path) for path in paths)
-    bar = None if progress is None else Progress(progress, size, label="convert")
-    names = [form.name for form in converter.arrow.forms]
-    records = 0
-    with TFRecordWriter(output, compression="auto") as writer:
+        files = [pq.ParquetFile(source) for source in sources]
+        for path, file in zip(paths, files, strict=True):
+            _parquet_schema_check(converter, file.schema_arrow.metadata, path)
+        rows = sum(file.metadata.num_rows for file in files)
+        size = sum(file_size(path) for path in paths)
+        bar = None if progress is None else Progress(progress, size, label="convert")
+        names = [form.name for form in converter.arrow.forms]
+        records = 0
         for path, file in zip(paths, files, strict=True):
             start = 0
             for table in file.iter_batches(batch_size=batch_rows, columns=names):
-                for data in _encoded_rows(converter, table, path, start):
-                    writer.write(data)
+                yield from _encoded_rows(converter, table, path, start)
                 start += table.num_rows
                 records += table.num_rows
                 if bar is not None:
                     bar.update(size * records // max(rows, 1), records)
-    if bar is not None:
-        bar.clear()
-    return Converted(records, file_size(output))
+        if bar is not None:
+            bar.clear()
 
 
-def _encoded_rows(converter: Converter, table: Any, path: str, start: int) -> Iterator[bytes]:
-    """The serialized records of one Arrow batch read from ``path`` at row ``start``."""
+def _encoded_rows(converter: Converter, table: Any, path: str, start: int) -> list[bytes]:
+    """The serialized records of one Arrow batch read from ``path`` at row ``start``: a column at a time when
+    the columns allow (:class:`~codegen.runtime.codec.encode.BatchEncoder`), else record by record, which names
+    the first row that does not encode."""
     record = converter.record
     try:
         columns = from_arrow(record.name, converter.arrow.forms, table)
-        rows = converter.batch_codec.rows(columns)
+        size = converter.batch_codec.check(columns)
     except RecordError as exc:
         raise TfrGenError(f"{path}: rows from {start}: {exc}") from None
+    encoded = converter.batch_encoder.encode(columns, size)
+    if encoded is not None:
+        return encoded
     encode = record.encode
-    for index, values in enumerate(rows):
+    out = []
+    for index, values in enumerate(converter.batch_codec.rows(columns)):
         try:
-            yield encode(dict(zip(record.names, values, strict=True)))
+            out.append(encode(dict(zip(record.names, values, strict=True))))
         except RecordError as exc:
             raise TfrGenError(f"{path}: row {start + index}: {exc}") from None
+    return out

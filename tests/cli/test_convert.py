@@ -96,6 +96,65 @@ def test_a_dataset_to_parquet_keeps_its_manifest(pq: Any, tmp_path: Path) -> Non
     assert pq.read_table(tmp_path / "out.parquet").num_rows == 50
 
 
+def test_parquet_to_a_dataset_directory_writes_shards_and_a_manifest(
+    pq: Any, tmp_path: Path
+) -> None:
+    customer: Any = generated_module("customer")
+    records = _customers(customer, 50)
+    customer.Customer.write_tfrecord(tmp_path / "c.tfrecord", records)
+    assert run_cli("convert", CUSTOMER_SCHEMA, "c.tfrecord", "c.parquet", cwd=tmp_path)[0] == 0
+    expected = [r.encode() for r in records]
+    # --shards: even shards, uncompressed
+    code, _, err = run_cli(
+        "convert",
+        CUSTOMER_SCHEMA,
+        "c.parquet",
+        "even",
+        "--shards",
+        "3",
+        "--shard-compression",
+        "none",
+        cwd=tmp_path,
+    )
+    assert code == 0, err
+    manifest = customer.Customer.dataset_manifest(tmp_path / "even")
+    assert [s.records for s in manifest.shards] == [17, 17, 16]
+    assert manifest.compression is None
+    assert manifest.schema.fingerprint == customer.SCHEMA.fingerprint
+    size = sum(s.size for s in manifest.shards)
+    assert err == f"tfr-gen convert: wrote 50 records to the dataset even ({size:,} bytes)\n"
+    assert [r.encode() for r in customer.Customer.read_dataset(tmp_path / "even")] == expected
+    # OUT ending in /: one gzip shard; --max-records-per-shard streams
+    for args, shards in ((("streamed/",), 1), (("streamed", "--max-records-per-shard", "20"), 3)):
+        overwrite = ("--overwrite",) if shards == 3 else ()
+        code, _, err = run_cli(
+            "convert", CUSTOMER_SCHEMA, "c.parquet", *args, *overwrite, cwd=tmp_path
+        )
+        assert code == 0, err
+        manifest = customer.Customer.dataset_manifest(tmp_path / "streamed")
+        assert (len(manifest.shards), manifest.compression) == (shards, "gzip")
+        assert all(path.endswith(".tfrecord.gz") for path in manifest.paths)
+        assert [
+            r.encode() for r in customer.Customer.read_dataset(tmp_path / "streamed")
+        ] == expected
+    # an existing dataset is kept unless --overwrite
+    before = sorted(p.name for p in (tmp_path / "even").iterdir())
+    code, _, err = run_cli("convert", CUSTOMER_SCHEMA, "c.parquet", "even", cwd=tmp_path)
+    assert code == 2
+    assert "a dataset with prefix 'customer' already exists" in err
+    assert sorted(p.name for p in (tmp_path / "even").iterdir()) == before
+    # the dataset options write from Parquet only
+    code, _, err = run_cli(
+        "convert", CUSTOMER_SCHEMA, "c.tfrecord", "x.parquet", "--shards", "2", cwd=tmp_path
+    )
+    assert (code, err) == (
+        2,
+        "tfr-gen convert: error: 'x.parquet': a dataset directory and its options are for Parquet to TFRecord; "
+        "Parquet is written to one .parquet file\n",
+    )
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_refusals_name_what_is_wrong_and_write_nothing(pa: Any, pq: Any, tmp_path: Path) -> None:
     customer: Any = generated_module("customer")
     sentence_schema = str(SCHEMAS / "sentence.yaml")
