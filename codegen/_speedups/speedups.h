@@ -20,6 +20,9 @@ extern PyMethodDef tfr_frames_methods[];
 /* encode.c: encode_examples, many Examples serialized from columns. */
 extern PyMethodDef tfr_encode_methods[];
 
+/* strings.c: join_strings, a list of str or bytes as an Arrow array's offsets and data. */
+extern PyMethodDef tfr_strings_methods[];
+
 /* hashes.c: hash_values, the FNV-1a hash of each joined bytes value. */
 extern PyMethodDef tfr_hashes_methods[];
 

@@ -86,6 +86,11 @@ class Speedups(Protocol):
         a memoryview, any shape), like ``varint.encode_packed_int64``."""
         ...
 
+    def join_strings(self, items: list[Any], text: bool, /) -> tuple[bytes, bytes]:
+        """A list of str (``text``) or bytes as an Arrow array's int32 offsets and joined data
+        (``codegen/_speedups/strings.c``; used by ``codec/arrow.py``)."""
+        ...
+
     def encode_examples(
         self,
         count: int,

@@ -17,7 +17,8 @@ Each field's metadata holds its Example key (``tfr.key``) and the schema fingerp
 canonical schema, so that data written elsewhere can be checked against the record reading it.
 
 Numeric columns are handed to Arrow without copying their numbers (bool columns excepted: Arrow
-packs booleans into bits); strings and bytes are copied into Arrow's buffers. Reading Arrow data
+packs booleans into bits); strings and bytes are copied into Arrow's buffers (with the accelerator, in one
+pass: ``join_strings`` gives the offsets and the joined bytes). Reading Arrow data
 back (:func:`from_arrow`) checks every column against the schema and accepts the forms data frames
 give: any list type where a dimension is fixed (each row's length is checked), integer columns of
 another width (each value's range is checked), UTF-8 checked ``binary`` for strings. Errors name the
@@ -26,6 +27,7 @@ column and, for values, the row.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ import numpy.typing as npt
 
 from codegen.dtypes import DTYPES, DType, Kind
 from codegen.errors import RecordError
+from codegen.runtime import accel
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
@@ -202,7 +205,13 @@ def to_arrow(schema: ArrowSchema, columns: Sequence[Any]) -> Any:
     arrays = [
         _column_array(pa, form, column) for form, column in zip(schema.forms, columns, strict=True)
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
+    return pa.RecordBatch.from_arrays(arrays, schema=_batch_schema(schema))
+
+
+@functools.lru_cache(maxsize=64)
+def _batch_schema(schema: ArrowSchema) -> Any:
+    """:func:`arrow_schema`, built once per record (``to_arrow`` has checked that pyarrow imports)."""
+    return arrow_schema(schema)
 
 
 def _column_array(pa: Any, form: ColumnForm, column: Any) -> Any:
@@ -249,16 +258,25 @@ def _flatten(items: list[Any], depth: int) -> list[Any]:
 def _leaf(pa: Any, values: Any, dtype: DType | None = None, mask: Any = None) -> Any:
     """The Arrow array of flat ``values``: numeric arrays share their buffer (bools are packed)."""
     nulls = None if mask is None else mask.to_numpy(zero_copy_only=False)
-    if dtype is not None and not dtype.numeric:
-        return pa.array(values, _leaf_type(pa, dtype), mask=nulls)
-    array = np.ascontiguousarray(values)
-    if array.dtype == np.bool_:
-        return pa.array(array, pa.bool_(), mask=nulls)
     validity = None
     if nulls is not None:
         validity = pa.array(np.logical_not(nulls), pa.bool_()).buffers()[1]
-    kind = pa.from_numpy_dtype(array.dtype)
     count = -1 if mask is not None else 0
+    if dtype is not None and not dtype.numeric:
+        kind = _leaf_type(pa, dtype)
+        if accel.speedups is not None and type(values) is list:
+            try:
+                offsets, data = accel.speedups.join_strings(values, dtype.kind is Kind.STR)
+            except (TypeError, OverflowError, UnicodeError):
+                pass  # pyarrow converts (or names the problem)
+            else:
+                buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+                return pa.Array.from_buffers(kind, len(values), buffers, count)
+        return pa.array(values, kind, mask=nulls)
+    array = np.ascontiguousarray(values)
+    if array.dtype == np.bool_:
+        return pa.array(array, pa.bool_(), mask=nulls)
+    kind = pa.from_numpy_dtype(array.dtype)
     return pa.Array.from_buffers(kind, array.size, [validity, pa.py_buffer(array)], count)
 
 

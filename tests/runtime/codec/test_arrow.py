@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codegen.errors import MissingExtraError, RecordError
+from codegen.runtime import accel
 from support.matrix import matrix_yaml
 from support.modules import generate_module
 from support.paths import SCHEMAS
+from support.speedups import import_speedups
 from support.strategies import SHAPES, records_of
 
 
@@ -372,3 +374,38 @@ def test_write_dataset_takes_columns(
     with pytest.raises(RecordError, match="column 'age' row 1"):
         customer.write_dataset(tmp_path / "bad", _customer_table(pa, age=pa.array([1, None])))
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+def test_string_columns_convert_alike_with_and_without_the_accelerator(
+    modules: dict[str, ModuleType], pa: Any
+) -> None:
+    sp = import_speedups()
+    customer: Any = modules["customer"]
+    records = [
+        customer.Customer(
+            age=i,
+            movie=["", "Amélie", "東京物語"][: i % 4],
+            movie_ratings=[1.0] * min(i % 4, 3),
+            suggestion="\x00" * i,
+            suggestion_purchased=0.0,
+        )
+        for i in range(6)
+    ]
+    batch = customer.Customer.decode_batch([r.encode() for r in records])
+    fast = batch.to_arrow()
+    with mock.patch.object(accel, "speedups", None):
+        plain = batch.to_arrow()
+    assert fast.equals(plain)
+    assert fast.column("movie").to_pylist() == [r.movie for r in records]
+    assert fast.column("suggestion").to_pylist() == [r.suggestion for r in records]
+    # the buffers themselves: int32 offsets and the UTF-8 (or bytes) joined
+    offsets, data = sp.join_strings(["a", "", "é"], True)
+    assert np.frombuffer(offsets, np.int32).tolist() == [0, 1, 1, 3]
+    assert data == "aé".encode()
+    assert sp.join_strings([b"\x00", b"xy"], False)[1] == b"\x00xy"
+    with pytest.raises(TypeError, match="not a str"):
+        sp.join_strings([b"x"], True)
+    with pytest.raises(TypeError, match="not bytes"):
+        sp.join_strings(["x"], False)
+    with pytest.raises(UnicodeEncodeError):
+        sp.join_strings(["\ud800"], True)
