@@ -23,6 +23,9 @@ extern PyMethodDef tfr_encode_methods[];
 /* strings.c: join_strings, a list of str or bytes as an Arrow array's offsets and data. */
 extern PyMethodDef tfr_strings_methods[];
 
+/* arrays.c: adjacent_arrays, where arrays that follow each other lie in one buffer. */
+extern PyMethodDef tfr_arrays_methods[];
+
 /* hashes.c: hash_values, the FNV-1a hash of each joined bytes value. */
 extern PyMethodDef tfr_hashes_methods[];
 

@@ -86,6 +86,13 @@ class Speedups(Protocol):
         a memoryview, any shape), like ``varint.encode_packed_int64``."""
         ...
 
+    def adjacent_arrays(
+        self, arrays: list[Any], owner: Any, rank: int, /
+    ) -> tuple[int, int, bytes] | None:
+        """Where arrays that follow each other lie in ``owner``'s buffer: the first's byte offset, the bytes of
+        all and their int64 shapes (``codegen/_speedups/arrays.c``; used by ``codec/arrow.py``)."""
+        ...
+
     def join_strings(self, items: list[Any], text: bool, /) -> tuple[bytes, bytes]:
         """A list of str (``text``) or bytes as an Arrow array's int32 offsets and joined data
         (``codegen/_speedups/strings.c``; used by ``codec/arrow.py``)."""

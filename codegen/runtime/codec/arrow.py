@@ -17,7 +17,8 @@ Each field's metadata holds its Example key (``tfr.key``) and the schema fingerp
 canonical schema, so that data written elsewhere can be checked against the record reading it.
 
 Numeric columns are handed to Arrow without copying their numbers (bool columns excepted: Arrow
-packs booleans into bits); strings and bytes are copied into Arrow's buffers (with the accelerator, in one
+packs booleans into bits; a raw tensor's arrays of different shapes are joined by a copy unless they lie one
+after the other in one buffer, as ``decode_batch`` gives them); strings and bytes are copied into Arrow's buffers (with the accelerator, in one
 pass: ``join_strings`` gives the offsets and the joined bytes). Reading Arrow data
 back (:func:`from_arrow`) checks every column against the schema and accepts the forms data frames
 give: any list type where a dimension is fixed (each row's length is checked), integer columns of
@@ -284,14 +285,40 @@ def _arrays_array(pa: Any, form: ColumnForm, arrays: list[npt.NDArray[Any]], mas
     """Arrays of different shapes: a struct of each one's ``shape`` and its flat ``data``."""
     dtype = form.dtype.numpy
     rank = len(form.dims)
-    flat = [np.ascontiguousarray(a, dtype).reshape(-1) for a in arrays]
-    values = np.concatenate(flat) if flat else np.zeros(0, dtype)
-    offsets = np.zeros(len(flat) + 1, np.int64)
-    np.cumsum([a.size for a in flat], out=offsets[1:])
-    shapes = np.array([a.shape for a in arrays], np.int64).reshape(-1, rank)
+    joined = _adjacent(arrays, dtype, rank)
+    if joined is not None:
+        values, shapes = joined
+        offsets = np.zeros(len(arrays) + 1, np.int64)
+        np.cumsum(shapes.prod(axis=1), out=offsets[1:])
+    else:
+        flat = [np.ascontiguousarray(a, dtype).reshape(-1) for a in arrays]
+        values = np.concatenate(flat) if flat else np.zeros(0, dtype)
+        offsets = np.zeros(len(flat) + 1, np.int64)
+        np.cumsum([a.size for a in flat], out=offsets[1:])
+        shapes = np.array([a.shape for a in arrays], np.int64).reshape(-1, rank)
     shape = pa.FixedSizeListArray.from_arrays(_leaf(pa, shapes.reshape(-1)), rank)
     data = pa.LargeListArray.from_arrays(_leaf(pa, offsets), _leaf(pa, values))
     return pa.StructArray.from_arrays([shape, data], fields=list(arrow_type(pa, form)), mask=mask)
+
+
+def _adjacent(
+    arrays: list[npt.NDArray[Any]], dtype: np.dtype[Any], rank: int
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]] | None:
+    """The values of arrays of ``dtype`` that are views lying one after the other in one array's buffer (as
+    ``decode_batch`` gives them), as one view of that buffer, and their shapes; ``None`` for other arrays."""
+    if accel.speedups is None or type(arrays) is not list or not arrays:
+        return None
+    owner = arrays[0].base
+    if type(owner) is not np.ndarray or not all(
+        type(a) is np.ndarray and a.base is owner and a.dtype == dtype for a in arrays
+    ):
+        return None
+    run = accel.speedups.adjacent_arrays(arrays, owner, rank)
+    if run is None:
+        return None
+    offset, size, shapes = run
+    values = np.frombuffer(owner, np.uint8, size, offset).view(dtype)
+    return values, np.frombuffer(shapes, np.int64).reshape(-1, rank)
 
 
 # --- Arrow to columns -----------------------------------------------------------------------------

@@ -409,3 +409,34 @@ def test_string_columns_convert_alike_with_and_without_the_accelerator(
         sp.join_strings(["x"], False)
     with pytest.raises(UnicodeEncodeError):
         sp.join_strings(["\ud800"], True)
+
+
+def test_decoded_raw_arrays_of_different_shapes_share_the_batch_buffer(
+    modules: dict[str, ModuleType],
+) -> None:
+    import_speedups()
+    raw: Any = modules["raw_image"]
+    rng = np.random.default_rng(3)
+    records = [
+        raw.RawImage(label=i, image=rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        for i, (h, w) in enumerate(((2, 3), (0, 4), (5, 1), (1, 1)))
+    ]
+    decoded = raw.RawImage.decode_batch([r.encode() for r in records])
+    built = batch_class(raw.RawImage).from_records(records)  # separate arrays: joined by a copy
+    shared, copied = decoded.to_arrow(), built.to_arrow()
+    assert shared.equals(copied)
+    data = shared.column("image").field("data").values
+    assert data.buffers()[1].address == decoded.image[0].ctypes.data
+    assert shared.column("image").field("shape").to_pylist() == [
+        list(r.image.shape) for r in records
+    ]
+    assert [np.array_equal(a, r.image) for a, r in zip(decoded.image, records, strict=True)] == [
+        True
+    ] * 4
+    sp = import_speedups()
+    owner = np.arange(10, dtype=np.int16)
+    assert sp.adjacent_arrays([owner[1:3], owner[3:7].reshape(2, 2)[:1]], owner, 1) is None  # rank
+    offset, size, shapes = sp.adjacent_arrays([owner[1:3], owner[3:7]], owner, 1)
+    assert (offset, size, np.frombuffer(shapes, np.int64).tolist()) == (2, 12, [2, 4])
+    assert sp.adjacent_arrays([owner[1:3], owner[4:7]], owner, 1) is None  # a gap
+    assert sp.adjacent_arrays([owner[::2]], owner, 1) is None  # not contiguous
