@@ -76,8 +76,8 @@ put_varint(uint8_t *out, uint64_t value)
  * writes up to two bytes past a varint, so it stops two values before the end (each later value takes at least
  * one byte of the exactly sized output).
  */
-static uint8_t *
-put_packed(uint8_t *out, const char *values, Py_ssize_t count)
+uint8_t *
+tfr_put_packed(uint8_t *out, const char *values, Py_ssize_t count)
 {
     Py_ssize_t j = 0;
     for (; j + 2 < count; j++) {
@@ -168,7 +168,7 @@ payload_size(Entry *e, int64_t start, int64_t stop)
             e->packed_capacity = needed;
         }
         const char *values = (const char *)e->values.buf + 8 * start;
-        e->packed_size = put_packed(e->packed, values, (Py_ssize_t)(stop - start)) - e->packed;
+        e->packed_size = tfr_put_packed(e->packed, values, (Py_ssize_t)(stop - start)) - e->packed;
         e->packed_list = start;
         return e->packed_size;
     }
@@ -224,7 +224,7 @@ put_values(uint8_t *out, Entry *e, int64_t start, int64_t stop, Py_ssize_t paylo
             memcpy(out, e->packed, (size_t)payload);
             return out + payload;
         }
-        return put_packed(out, values + 8 * start, (Py_ssize_t)(stop - start));
+        return tfr_put_packed(out, values + 8 * start, (Py_ssize_t)(stop - start));
     }
     out = put_varint(out, (uint64_t)payload);
     if (e->kind == 4) {

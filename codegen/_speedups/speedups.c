@@ -1501,15 +1501,7 @@ encode_int64_packed(PyObject *module, PyObject *values)
     if (result == NULL) {
         goto done;
     }
-    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(result);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        uint64_t value = load_native64(items + 8 * i);
-        while (value >= 0x80) {
-            *out++ = (uint8_t)(value | 0x80);
-            value >>= 7;
-        }
-        *out++ = (uint8_t)value;
-    }
+    tfr_put_packed((uint8_t *)PyBytes_AS_STRING(result), (const char *)items, count);
 done:
     PyBuffer_Release(&view);
     return result;

@@ -20,6 +20,10 @@ extern PyMethodDef tfr_frames_methods[];
 /* encode.c: encode_examples, many Examples serialized from columns. */
 extern PyMethodDef tfr_encode_methods[];
 
+/* encode.c: write the packed varints of ``count`` native int64 at ``values`` to ``out`` (exactly sized: as many
+ * bytes as the varints take); returns the end. */
+uint8_t *tfr_put_packed(uint8_t *out, const char *values, Py_ssize_t count);
+
 /* strings.c: join_strings, a list of str or bytes as an Arrow array's offsets and data. */
 extern PyMethodDef tfr_strings_methods[];
 
