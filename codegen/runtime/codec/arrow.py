@@ -16,15 +16,13 @@ Each field's metadata holds its Example key (``tfr.key``) and the schema fingerp
 (``tfr.fingerprint``); the schema's metadata names the module, record, version, fingerprint and the
 canonical schema, so that data written elsewhere can be checked against the record reading it.
 
-Numeric columns are handed to Arrow without copying their numbers (bool columns excepted: Arrow
-packs booleans into bits; a raw tensor's arrays of different shapes are joined by a copy unless they lie one
-after the other in one buffer, as ``decode_batch`` gives them); strings and bytes are copied into Arrow's buffers (with the accelerator, in one
-pass: ``join_strings`` gives the offsets and the joined bytes). Reading Arrow data
-back (:func:`from_arrow`) checks every column against the schema and accepts the forms data frames
-give: any list type where a dimension is fixed (each row's length is checked), integer columns of
-another width (each value's range is checked), UTF-8 checked ``binary`` for strings. Errors name the
-column and, for values, the row.
-"""
+Numeric columns are handed to Arrow without copying their numbers (bool columns excepted: Arrow packs booleans into
+bits; a raw tensor's arrays of different shapes are joined by a copy unless they lie one after the other in one buffer,
+as ``decode_batch`` gives them); strings and bytes are copied into Arrow's buffers (with the accelerator, in one pass:
+``join_strings`` gives the offsets and the joined bytes). Reading Arrow data back (:func:`from_arrow`) checks every
+column against the schema and accepts the forms data frames give: any list type where a dimension is fixed (each row's
+length is checked), integer columns of another width (each value's range is checked), UTF-8 checked ``binary`` for
+strings. Errors name the column and, for values, the row."""
 
 from __future__ import annotations
 

@@ -436,7 +436,9 @@ def test_decoded_raw_arrays_of_different_shapes_share_the_batch_buffer(
     sp = import_speedups()
     owner = np.arange(10, dtype=np.int16)
     assert sp.adjacent_arrays([owner[1:3], owner[3:7].reshape(2, 2)[:1]], owner, 1) is None  # rank
-    offset, size, shapes = sp.adjacent_arrays([owner[1:3], owner[3:7]], owner, 1)
+    run = sp.adjacent_arrays([owner[1:3], owner[3:7]], owner, 1)
+    assert run is not None
+    offset, size, shapes = run
     assert (offset, size, np.frombuffer(shapes, np.int64).tolist()) == (2, 12, [2, 4])
     assert sp.adjacent_arrays([owner[1:3], owner[4:7]], owner, 1) is None  # a gap
     assert sp.adjacent_arrays([owner[::2]], owner, 1) is None  # not contiguous

@@ -225,7 +225,7 @@ def test_without_the_accelerator_records_are_encoded_one_by_one(
     images = np.arange(3 * 784, dtype=np.int64).reshape(3, 784) % 300
     batch = batch_class(digit)(label=np.array([1, 2, 3]), image=images)
     with mock.patch.object(encode, "speedups", None):
-        encoder = encode.BatchEncoder(digit.__tfr__.features, False)
+        encoder = encode.BatchEncoder(digit.__tfr__.features, None)
         assert not encoder.fast
         assert encoder.encode(batch.columns(), 3) is None
     assert digit.encode_batch(batch) == [r.encode() for r in batch.records()]
