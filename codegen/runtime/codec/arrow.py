@@ -35,9 +35,9 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+import codegen.runtime.accel as accel
 from codegen.dtypes import DTYPES, DType, Kind
 from codegen.errors import RecordError
-from codegen.runtime import accel
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
