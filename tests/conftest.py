@@ -104,6 +104,12 @@ def duckdb() -> Any:
 
 
 @pytest.fixture(scope="session")
+def tfds() -> Any:
+    """The ``tensorflow_datasets`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("tensorflow_datasets")
+
+
+@pytest.fixture(scope="session")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A headless Chromium driven by selenium (skips outside CI when Debian's ``chromium``,
     ``chromium-driver`` or selenium is missing; fails in CI)."""

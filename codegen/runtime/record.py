@@ -45,6 +45,7 @@ from codegen.runtime.data.manifest import Manifest, load_manifest
 from codegen.runtime.data.random_access import RandomAccess
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.shards import read_dataset, write_dataset
+from codegen.runtime.data.tfds import read_split
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.files import PathLike
@@ -415,6 +416,7 @@ class Record(Generic[B, P]):
         *,
         check_schema: bool = True,
         prefix: str | None = None,
+        split: str | None = None,
         on_error: OnError = "raise",
         on_skip: Callable[[SkippedSpan], None] | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
@@ -423,9 +425,26 @@ class Record(Generic[B, P]):
         """Read every shard of a dataset (a local directory or a URL, read with ``storage_options``) in order;
         refuse data whose schema this record cannot read.
 
+        With ``split`` (``"train"``), ``directory`` is a prepared TensorFlow Datasets directory (holding
+        ``dataset_info.json``) and the split's shards are read, each checked against the record count TFDS lists
+        (see :mod:`codegen.runtime.data.tfds`; ``tfr-gen import-tfds`` writes the schema of such a directory).
+
         ``on_error="skip"`` reads what it can of damaged shards and hands every corrupt stretch, unreadable shard
         and record that does not decode to ``on_skip`` (logged as warnings without it) instead of raising.
         """
+        if split is not None:
+            if prefix is not None:
+                raise TfrGenError(
+                    f"{cls.__name__}.read_dataset: a TFDS split has no prefix: give split or prefix"
+                )
+            return read_split(
+                directory,
+                split,
+                cls.decode,
+                on_error=on_error,
+                on_skip=on_skip,
+                max_record_bytes=max_record_bytes,
+            )
         return read_dataset(
             directory,
             cls.decode,
@@ -515,7 +534,8 @@ class Record(Generic[B, P]):
         """Read many TFRecord files (paths, URLs or globs; ``storage_options`` for URLs) as batches (or records with
         ``batch_size=None``):
         interleaved, shuffled with a seed, and sharded across DataLoader workers and ranks so each record is read
-        once per epoch."""
+        once per epoch. With ``split="train"``, ``files`` are prepared TensorFlow Datasets directories and the
+        split's shards are read (record counts from their ``dataset_info.json``)."""
         return record_dataset(
             files,
             cls.decode,

@@ -73,6 +73,7 @@ class InferredFeature:
     shape_from: str | None = None
     """The key of the raw int32 array holding the shape (the tutorials' layout)."""
     row_lengths_from: tuple[str, ...] = ()
+    doc: str | None = None
 
     def flow(self) -> str:
         """The feature's fields on one line, as a schema writes them (``key``, ``shape`` and
@@ -94,6 +95,8 @@ class InferredFeature:
             fields.append(f"row_lengths_from: [{keys}]")
         if self.optional:
             fields.append("optional: true")
+        if self.doc is not None:
+            fields.append(f"doc: {yaml_scalar(self.doc)}")
         return "{" + ", ".join(fields) + "}"
 
 

@@ -83,6 +83,11 @@ COMMANDS: tuple[Command, ...] = (
         "a schema from a TFX schema (tensorflow-metadata Schema, schema.pbtxt)",
     ),
     Command(
+        "import-tfds",
+        "import_tfds",
+        "a schema from a prepared TensorFlow Datasets directory (features.json)",
+    ),
+    Command(
         "export-schema",
         "export_schema",
         "the TFX schema (tensorflow-metadata Schema) of a record",

@@ -8,7 +8,9 @@ record of its part of the data once per epoch:
   or their manifests, or a sequence of them (see :mod:`codegen.runtime.data.sources`); the files
   are read in sorted order. ``compression="auto"`` detects each file's from its first bytes. A
   manifest's writer schema is checked against the reader's record as ``read_dataset`` checks it
-  (``check_schema=False`` skips the check).
+  (``check_schema=False`` skips the check). With ``split="train"``, ``files`` are prepared TFDS
+  dataset directories and the split's shards are read, counts from ``dataset_info.json`` (see
+  :mod:`codegen.runtime.data.tfds`).
 * **Interleave**: ``interleave`` files are open at once and take turns, one record each; when one
   ends the next file takes its turn (``tf.data``'s ``interleave(cycle_length=...)``).
 * **Shuffle**: ``shuffle_buffer > 0`` shuffles the order of the files of every epoch and passes the
@@ -101,6 +103,7 @@ from codegen.runtime.accel import speedups
 from codegen.runtime.data.position import EpochCounter, Position
 from codegen.runtime.data.schemainfo import SchemaInfo
 from codegen.runtime.data.sources import Files, SourceReader, count_records, find_sources
+from codegen.runtime.data.tfds import splits_sources
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import file_size
@@ -187,6 +190,7 @@ class DatasetOptions(TypedDict, total=False):
     storage_options: StorageOptions | None
     max_record_bytes: int | None
     num_threads: int | None
+    split: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +262,7 @@ class Dataset(Generic[T]):
         num_threads: int | None = None,
         arrow_schema: Callable[[], Any] | None = None,
         storage_options: StorageOptions | None = None,
+        split: str | None = None,
     ) -> None:
         if decode_batch is None:
             if batch_size is not None or drop_remainder:
@@ -284,9 +289,16 @@ class Dataset(Generic[T]):
         self.max_record_bytes = check_max_record_bytes(max_record_bytes)
         """The largest record read (``None``: no limit): a record header that declares more is
         damage, found before its data is read (see :class:`~codegen.runtime.io.reader.TFRecordReader`)."""
-        self._sources = find_sources(
-            files, compression, schema, check_schema=check_schema, storage_options=storage_options
-        )
+        if split is None:
+            self._sources = find_sources(
+                files,
+                compression,
+                schema,
+                check_schema=check_schema,
+                storage_options=storage_options,
+            )
+        else:
+            self._sources = splits_sources(files, split)
         if count:
             self._sources = tuple(
                 dataclasses.replace(s, records=count_records(s, storage_options, max_record_bytes))

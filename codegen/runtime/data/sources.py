@@ -40,7 +40,11 @@ from codegen.runtime.io.skips import OnError, OnSkip
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path
 from codegen.runtime.io.urls import glob as glob_url
 
-__all__ = ["Files", "Source", "SourceReader", "count_records", "find_sources"]
+__all__ = ["TFDS_INFO", "Files", "Source", "SourceReader", "count_records", "find_sources"]
+
+TFDS_INFO = "dataset_info.json"
+"""The file of a prepared TFDS dataset that lists its splits and shards (see
+:mod:`codegen.runtime.data.tfds`)."""
 
 Files = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """What a dataset reads: paths, glob patterns, dataset directories or manifests, or a sequence of them."""
@@ -97,6 +101,11 @@ def find_sources(
                 raise TfrGenError(f"Dataset: no file matches {name!r}")
         elif os.path.isdir(name):
             if not any(entry.endswith(MANIFEST_SUFFIX) for entry in os.listdir(name)):
+                if os.path.isfile(os.path.join(name, TFDS_INFO)):
+                    raise TfrGenError(
+                        f"Dataset: {name!r} is a prepared TFDS dataset: name the split to read"
+                        " (split='train')"
+                    )
                 raise TfrGenError(
                     f"Dataset: {name!r} is a directory without a dataset manifest"
                     f" (*{MANIFEST_SUFFIX}); name its files with a glob such as"
