@@ -18,6 +18,11 @@ Per key, from an :class:`~codegen.tools.observe.Observation` of the records:
 * names: the key itself when it is a valid feature name, else a snake_case name made from it
   (unique, never reserved) plus ``key:``.
 
+Two warnings come with the schema (``InferredRecord.warnings``): a sample of fewer than
+:data:`FEW_RECORDS` records fixes shapes (``[]``, ``[n]``) from too little data to trust, and int64
+features whose values all fit a narrower integer dtype (``uint8`` ... ``int32``) are named with
+it, as a suggestion: the schema keeps ``int64``, since more data may not fit.
+
 Features are sorted by key. A key that holds different list kinds in different records cannot be
 described and raises :class:`~codegen.errors.TfrGenError`. A key that never holds a list, and the
 empty key (a schema cannot name it), are left out and listed in ``InferredRecord.left_out``.
@@ -46,6 +51,7 @@ from codegen.generator.schema.loader import load_yaml
 from codegen.tools.observe import KeyObservation, Observation
 
 __all__ = [
+    "FEW_RECORDS",
     "InferredFeature",
     "InferredRecord",
     "describe_sources",
@@ -115,6 +121,58 @@ class InferredRecord:
     features: tuple[InferredFeature, ...]
     sequence: tuple[InferredFeature, ...]
     left_out: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...] = ()
+    """What to review before trusting the schema (see the module docstring)."""
+
+
+FEW_RECORDS = 20
+"""Fewer records than this are too few to fix a feature's shape from."""
+
+_NARROW_INTS = ("uint8", "int8", "uint16", "int16", "uint32", "int32")
+_MAX_LISTED = 8
+
+
+def _listed(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_MAX_LISTED])
+    return shown + (f" and {len(items) - _MAX_LISTED} more" if len(items) > _MAX_LISTED else "")
+
+
+def _narrowest(seen: KeyObservation) -> str | None:
+    """The narrowest integer dtype holding every value seen, when it is narrower than int64."""
+    low, high = seen.low, seen.high
+    if low is None or high is None:
+        return None
+    for dtype in _NARROW_INTS:
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return dtype
+    return None
+
+
+def _warnings(
+    total: int, features: Sequence[tuple[InferredFeature, KeyObservation]]
+) -> tuple[str, ...]:
+    """The warnings of an inferred record (see the module docstring)."""
+    warnings = []
+    fixed = [f.name for f, _ in features if f.encoding == "list" and None not in f.shape]
+    if total < FEW_RECORDS and fixed:
+        warnings.append(
+            f"only {total} record{'' if total == 1 else 's'} seen: the fixed shapes of"
+            f" {_listed(fixed)} may vary in more data; infer from at least {FEW_RECORDS} records"
+            " or review them"
+        )
+    narrow = []
+    for feature, seen in features:
+        if feature.dtype == "int64" and feature.encoding == "list" and not feature.row_lengths_from:
+            dtype = _narrowest(seen)
+            if dtype is not None:
+                narrow.append(f"{feature.name} ({seen.low}..{seen.high}: {dtype})")
+    if narrow:
+        warnings.append(
+            f"int64 features whose values fit a narrower dtype: {_listed(narrow)}; declare it"
+            " where every value always will"
+        )
+    return tuple(warnings)
 
 
 def _dtype(key: str, seen: KeyObservation, what: str) -> str:
@@ -191,6 +249,7 @@ def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRe
         _feature(attribute, key, seen, "feature list", absent=seen.records < total)
         for attribute, (key, seen) in zip(names[len(kept) :], steps, strict=True)
     )
+    observed = [seen for _, seen in kept] + [seen for _, seen in steps]
     return InferredRecord(
         name=name,
         doc=doc,
@@ -198,6 +257,7 @@ def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRe
         features=features,
         sequence=sequence,
         left_out=tuple(left_out),
+        warnings=_warnings(total, list(zip((*features, *sequence), observed, strict=True))),
     )
 
 

@@ -160,3 +160,36 @@ def test_any_sequence_data_set_round_trips_through_its_inferred_schema(
     records: list[tuple[Context, Lists]],
 ) -> None:
     _check_round_trip(records)
+
+
+def _observed(rows: list[dict[str, list[int]]]) -> Observation:
+    observation = Observation()
+    for row in rows:
+        entries = [
+            wire.map_entry(wire.key_field(k), wire.int64_feature(np.array(v, np.int64)))
+            for k, v in sorted(row.items())
+        ]
+        observation.add(wire.example(entries))
+    return observation
+
+
+def test_warnings_name_a_small_sample_and_int64_features_that_fit_narrower_dtypes() -> None:
+    many = [
+        {"small": [i], "signed": [-i], "wide": [i << 40], "year": [1990 + i], "ids": list(range(i))}
+        for i in range(25)
+    ]
+    inferred = infer_record(_observed(many), name="Row", doc="")
+    assert inferred.warnings == (
+        "int64 features whose values fit a narrower dtype: ids (0..23: uint8), signed"
+        " (-24..0: int8), small (0..24: uint8), year (1990..2014: uint16); declare it where every"
+        " value always will",
+    )
+    # the schema keeps int64: more data may not fit
+    assert {f.dtype for f in inferred.features} == {"int64"}
+    few = infer_record(_observed(many[:5]), name="Row", doc="")
+    assert few.warnings[0] == (
+        "only 5 records seen: the fixed shapes of signed, small, wide, year may vary in more data;"
+        " infer from at least 20 records or review them"
+    )
+    wide = infer_record(_observed([{"wide": [1 << 40]}] * 20), name="Row", doc="")
+    assert wide.warnings == ()

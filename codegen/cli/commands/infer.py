@@ -103,6 +103,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     parse_schema(text, str(schema_path))  # the generator accepts what is written, or this raises
     for key, reason in record.left_out:
         say.warning(f"key {key!r} left out: {reason}")
+    for warning in record.warnings:
+        say.warning(warning)
     summary = (
         f"{record.name}: {len(record.features) + len(record.sequence)} features"
         f" from {observation.records:,} records"
