@@ -176,3 +176,18 @@ def test_images_that_do_not_fit_the_declaration_are_refused(tf: Any, photos: Mod
         )
     with pytest.raises(RecordError, match=r"Photo.mask: expected shape \(8, 8, 4\)"):
         photos.Photo(image=picture, mask=picture, any=picture, label=1)
+
+
+def test_an_image_without_pixels_is_refused_when_the_record_is_made(photos: ModuleType) -> None:
+    picture = _picture(4, 4, 2)
+    for empty in (np.zeros((0, 5, 3), np.uint8), np.zeros((5, 0, 3), np.uint8)):
+        shape = str(list(empty.shape)).replace("[", r"\[").replace("]", r"\]")
+        with pytest.raises(
+            RecordError,
+            match=rf"Photo.image: an image of shape {shape} has no pixels; JPEG and PNG",
+        ):
+            photos.Photo(image=empty, any=picture, label=1)
+    with pytest.raises(
+        RecordError, match=r"Photo.any: an image of shape \[3, 3, 0\] has no pixels"
+    ):
+        photos.Photo(image=picture, any=np.zeros((3, 3, 0), np.uint8), label=1)

@@ -226,7 +226,13 @@ class EncodedImage(Codec[Image]):
         self._channels = self.shape[2]
 
     def coerce(self, value: object) -> Image:
-        return cast("Image", self._rules.coerce(value, self._where))
+        pixels = cast("Image", self._rules.coerce(value, self._where))
+        if not pixels.size:
+            raise RecordError(
+                f"{self._where}: an image of shape {list(pixels.shape)} has no pixels; JPEG and PNG"
+                " hold at least one pixel of at least one channel"
+            )
+        return pixels
 
     def entry(self, value: Image | None) -> bytes:
         if value is None and self.optional:
