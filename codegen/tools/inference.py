@@ -9,7 +9,13 @@ Per key, from an :class:`~codegen.tools.observe.Observation` of the records:
   bytes of a small int32 array, whose products match the byte counts of a one-value BytesList
   ``X`` in the same records, is the image tutorials' layout (``X`` a raw uint8 tensor with
   ``shape_from: {key: S, dtype: int32, encoding: raw}``); ``<name>/ragged_flat_values`` with
-  ``<name>/ragged_row_lengths_<i>`` is a ragged feature under TensorFlow Datasets' key names;
+  ``<name>/ragged_row_lengths_<i>`` is a ragged feature under TensorFlow Datasets' key names; a
+  one-value BytesList ``X`` beside int64 scalars named ``...height``, ``...width`` (and
+  optionally ``...channels``), whose byte count in every sampled record (the first
+  :data:`~codegen.tools.observe.SAMPLES`) is their product (times one fixed channel count when
+  there is no channels feature), is the Object Detection layout: ``X`` a raw uint8 tensor
+  ``[null, null, C]`` with ``shape_from: [<height key>, <width key>]`` (keys sharing ``X``'s
+  prefix preferred);
 * shape: the same number ``n`` of values in every feature gives ``[]`` (``n == 1``) or ``[n]``;
   varying (or always zero) counts give ``[null]``. For a feature list the shape is one step's (a
   step with no list holds no values);
@@ -40,6 +46,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import yaml
@@ -76,8 +83,9 @@ class InferredFeature:
     shape: tuple[int | None, ...]
     optional: bool
     encoding: str = "list"
-    shape_from: str | None = None
-    """The key of the raw int32 array holding the shape (the tutorials' layout)."""
+    shape_from: str | tuple[str, ...] | None = None
+    """The key of the raw int32 array holding the shape (the tutorials' layout), or the keys of
+    the int64 scalars holding each ``null`` dimension (the Object Detection layout)."""
     row_lengths_from: tuple[str, ...] = ()
     doc: str | None = None
 
@@ -92,7 +100,10 @@ class InferredFeature:
             fields.append(f"shape: [{dims}]")
         if self.encoding != "list":
             fields.append(f"encoding: {self.encoding}")
-        if self.shape_from is not None:
+        if isinstance(self.shape_from, tuple):
+            keys = ", ".join(yaml_scalar(key) for key in self.shape_from)
+            fields.append(f"shape_from: [{keys}]")
+        elif self.shape_from is not None:
             fields.append(
                 f"shape_from: {{key: {yaml_scalar(self.shape_from)}, dtype: int32, encoding: raw}}"
             )
@@ -238,7 +249,7 @@ def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRe
         raise TfrGenError("no feature of the records holds a value list; there is nothing to infer")
     # Without a feature list to describe, the context reads as an Example's features would.
     is_sequence = bool(steps)
-    layouts = _Layouts(dict(kept))
+    layouts = _Layouts(dict(kept), observation.sample_values())
     kept = [(key, seen) for key, seen in kept if key not in layouts.companions]
     names = feature_names([layouts.name_key(key) for key, _ in kept] + [key for key, _ in steps])
     features = tuple(
@@ -262,12 +273,18 @@ def infer_record(observation: Observation, *, name: str, doc: str) -> InferredRe
 
 
 _RAGGED_VALUES = "/ragged_flat_values"
+_DIMENSION_WORDS = (("height", "h", "rows"), ("width", "w", "cols"), ("channels", "depth"))
+"""The last words of the keys that hold an image's height, width and (optionally) channels."""
 
 
 class _Layouts:
     """The layouts of other tools found among an Example's keys (see the module docstring)."""
 
-    def __init__(self, table: dict[str, KeyObservation]) -> None:
+    def __init__(
+        self,
+        table: dict[str, KeyObservation],
+        samples: list[dict[str, tuple[int, Any]]] | None = None,
+    ) -> None:
         self.table = table
         self.companions: set[str] = set()
         self.ragged: dict[str, tuple[str, ...]] = {}
@@ -278,6 +295,56 @@ class _Layouts:
         for key, seen in table.items():
             if key not in self.companions and _single_bytes(seen):
                 self._find_tutorial_shape(key, seen)
+        self.dimensions: dict[str, tuple[tuple[str, ...], int | None]] = {}
+        if samples:
+            for key, seen in table.items():
+                if (
+                    key not in self.companions
+                    and key not in self.shapes
+                    and _single_bytes(seen)
+                    and not seen.images
+                ):
+                    self._find_dimensions(key, seen, samples)
+
+    def _find_dimensions(
+        self, key: str, seen: KeyObservation, samples: list[dict[str, tuple[int, Any]]]
+    ) -> None:
+        """``key`` as raw uint8 pixels whose height, width (and channels) are int64 scalar
+        features, when every sampled record's byte count is their product (times a fixed
+        channel count when there is no channels feature)."""
+        scalars = {
+            other: values
+            for other, values in self.table.items()
+            if other not in self.companions
+            and values.list_kinds == [Wire.INT64]
+            and values.counts_min == values.counts_max == 1
+            and values.records == seen.records
+        }
+        prefix = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+        dims: list[str] = []
+        for words in _DIMENSION_WORDS:
+            found = sorted(
+                (not other.startswith(prefix), other)
+                for other in scalars
+                if _words(other) and _words(other)[-1].lower() in words
+            )
+            if found:
+                dims.append(found[0][1])
+            elif words is not _DIMENSION_WORDS[-1]:
+                return
+        channels: set[int] = set()
+        for row in samples:
+            if key not in row:
+                continue
+            blob = row[key][1]
+            product = math.prod(int(row[dim][1][0]) for dim in dims if dim in row)
+            if not all(dim in row for dim in dims) or product <= 0 or len(blob[0]) % product:
+                return
+            channels.add(len(blob[0]) // product)
+        if len(channels) != 1 or (len(dims) == 3 and channels != {1}):
+            return
+        self.dimensions[key] = (tuple(dims), None if len(dims) == 3 else channels.pop())
+        self.companions.update(dims)
 
     def _find_ragged(self, key: str) -> None:
         prefix = key[: -len(_RAGGED_VALUES)]
@@ -317,6 +384,15 @@ class _Layouts:
         if key in self.ragged:
             shape = (None,) * (len(self.ragged[key]) + 1)
             return replace(plain, shape=shape, row_lengths_from=self.ragged[key], optional=False)
+        if key in self.dimensions:
+            dims, channels = self.dimensions[key]
+            return replace(
+                plain,
+                dtype="uint8",
+                shape=(None, None, channels),
+                encoding="raw",
+                shape_from=dims,
+            )
         if key in self.shapes:
             rank = len(next(iter(self.table[self.shapes[key]].short))) // 4
             return replace(

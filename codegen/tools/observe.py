@@ -31,7 +31,7 @@ from codegen.runtime.codec.wire import (
 )
 from codegen.tools.profile import KeyDetail
 
-__all__ = ["KeyObservation", "Observation", "joined_utf8", "parse_record"]
+__all__ = ["SAMPLES", "KeyObservation", "Observation", "joined_utf8", "parse_record"]
 
 FeatureValue = tuple[int, bytes]
 """A parsed ``Feature``: (list kind, list body), as the wire parser gives it (kind 0: no list)."""
@@ -322,6 +322,10 @@ def _all_utf8(items: Sequence[bytes]) -> bool:
     return True
 
 
+SAMPLES = 64
+"""How many records an :class:`Observation` keeps whole."""
+
+
 @dataclass(slots=True)
 class Observation:
     """Every record seen so far, key by key.
@@ -339,6 +343,9 @@ class Observation:
     features: dict[str, KeyObservation] = field(default_factory=dict)
     feature_lists: dict[str, KeyObservation] = field(default_factory=dict)
     detailed: bool = False
+    samples: list[bytes] = field(default_factory=list)
+    """The first :data:`SAMPLES` records counted, kept whole: what relations between keys that
+    per-key counts cannot show are checked on (see :meth:`sample_values`)."""
     _keys: list[bytes] = field(default_factory=list, init=False, repr=False)
     """The context keys a batch is scanned for: every one seen in a batch so far."""
 
@@ -382,6 +389,7 @@ class Observation:
             scans = scan_keys(records, keys, keys)
         self.records += len(records)
         self.record_bytes += sum(map(len, records))
+        self._sample(records)
         for key, scan in zip(keys, scans, strict=True):
             name = key.decode("utf-8")
             entry = self.features.get(name)
@@ -405,6 +413,7 @@ class Observation:
         ]
         self.records += 1
         self.record_bytes += len(data)
+        self._sample((data,))
         if lists:
             self.sequences += 1
         for key, (kind, values) in features:
@@ -414,6 +423,24 @@ class Observation:
             seen.add_steps(len(decoded))
             for kind, values in decoded:
                 seen.add_feature(kind, values)
+
+    def _sample(self, records: Sequence[bytes]) -> None:
+        room = SAMPLES - len(self.samples)
+        if room > 0:
+            self.samples.extend(bytes(data) for data in records[:room])
+
+    def sample_values(self) -> list[dict[str, tuple[int, Values]]]:
+        """Each sampled record's context features: key -> (list kind, values)."""
+        rows = []
+        for data in self.samples:
+            context, _ = parse_record(data)
+            rows.append(
+                {
+                    key.decode("utf-8"): _decoded(key, value, "feature")
+                    for key, value in context.items()
+                }
+            )
+        return rows
 
     def _new(self) -> KeyObservation:
         return KeyObservation(detail=KeyDetail()) if self.detailed else KeyObservation()

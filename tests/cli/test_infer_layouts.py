@@ -81,3 +81,62 @@ def test_infer_recognises_images_tutorial_shapes_and_tfds_ragged_names(
         assert {k: v for k, v in ours.items() if k != png} == {
             k: v for k, v in theirs.items() if k != png
         }
+
+
+def _detection_examples(tf: Any, *, channels_key: bool) -> list[Any]:
+    """Raw pixels under ``image/raw`` with ``image/height``, ``image/width`` (and
+    ``image/channels``) int64 scalars beside them: the Object Detection API's layout."""
+    rng = np.random.default_rng(7)
+    messages = []
+    for i in range(5):
+        image = rng.integers(0, 256, (2 + i, 3 + 2 * i, 3), dtype=np.uint8)
+        ints = {"image/height": image.shape[0], "image/width": image.shape[1], "label": i}
+        if channels_key:
+            ints["image/channels"] = 3
+        feature = {
+            key: tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+            for key, value in ints.items()
+        }
+        feature["image/raw"] = tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[image.tobytes()])
+        )
+        messages.append(tf.train.Example(features=tf.train.Features(feature=feature)))
+    return messages
+
+
+def test_infer_proposes_one_shape_feature_per_dimension_where_the_data_shows_it(
+    tf: Any, tmp_path: Path
+) -> None:
+    for channels_key, line in (
+        (False, "shape: [null, null, 3], encoding: raw, shape_from: [image/height, image/width]}"),
+        (
+            True,
+            "shape: [null, null, null], encoding: raw,"
+            " shape_from: [image/height, image/width, image/channels]}",
+        ),
+    ):
+        name = f"detection{int(channels_key)}"
+        originals = tf_write(
+            tf, tmp_path / f"{name}.tfrecord", _detection_examples(tf, channels_key=channels_key)
+        )
+        code, _, err = run_cli("infer", f"{name}.tfrecord", "-o", f"{name}.yaml", cwd=tmp_path)
+        assert code == 0, err
+        text = (tmp_path / f"{name}.yaml").read_text(encoding="utf-8")
+        assert f"      image_raw: {{key: image/raw, dtype: uint8, {line}\n" in text
+        assert "image_height:" not in text and "image_width:" not in text
+        module = generate_module(text, f"inferred_{name}", tmp_path)
+        record_class = getattr(module, name.capitalize())
+        records = list(record_class.read_tfrecord(tmp_path / f"{name}.tfrecord"))
+        for i, (record, original) in enumerate(zip(records, originals, strict=True)):
+            assert record.image_raw.shape == (2 + i, 3 + 2 * i, 3)
+            assert wire.parse_example(record.encode()) == wire.parse_example(original)
+
+
+def test_bytes_that_do_not_match_the_dimension_features_stay_bytes(tf: Any, tmp_path: Path) -> None:
+    messages = _detection_examples(tf, channels_key=False)
+    messages[2].features.feature["image/width"].int64_list.value[0] += 1  # 4 x 8 x 3 is not 4 x 7
+    tf_write(tf, tmp_path / "odd.tfrecord", messages)
+    code, out, err = run_cli("infer", "odd.tfrecord", cwd=tmp_path)
+    assert code == 0, err
+    assert "      image_raw: {key: image/raw, dtype: bytes}\n" in out
+    assert "      image_width: {key: image/width, dtype: int64}\n" in out
