@@ -191,3 +191,48 @@ def test_an_image_without_pixels_is_refused_when_the_record_is_made(photos: Modu
         RecordError, match=r"Photo.any: an image of shape \[3, 3, 0\] has no pixels"
     ):
         photos.Photo(image=picture, any=np.zeros((3, 3, 0), np.uint8), label=1)
+
+
+FIXED = """\
+version: 1
+records:
+  Tile:
+    features:
+      rgb: {dtype: uint8, shape: [16, 24, 3], encoding: jpeg}
+      gray: {dtype: uint8, shape: [16, 24, 1], encoding: image, optional: true}
+"""
+
+
+def test_a_batch_of_fixed_shape_images_decodes_as_tensorflow_decodes_each(
+    tf: Any, tmp_path: Path
+) -> None:
+    tiles = generate_module(FIXED, "tiles", tmp_path).Tile
+    data = []
+    for i in range(9):
+        picture = _picture(16, 24, 20 + i)
+        # a gray JPEG in the RGB feature and a colour one in the gray feature convert
+        rgb = tf.io.encode_jpeg(picture[..., :1] if i == 3 else picture, quality=85).numpy()
+        gray = tf.io.encode_jpeg(picture if i % 2 else picture[..., :1]).numpy()
+        features = {"rgb": rgb} if i == 5 else {"rgb": rgb, "gray": gray}
+        data.append(_example(tf, **features))
+    batch = tiles.decode_batch(data)
+    for i, serialized in enumerate(data):
+        parsed = tf.io.parse_single_example(
+            serialized,
+            {
+                "rgb": tf.io.FixedLenFeature((), tf.string),
+                "gray": tf.io.FixedLenFeature((), tf.string, default_value=""),
+            },
+        )
+        np.testing.assert_array_equal(
+            batch.rgb[i], tf.io.decode_jpeg(parsed["rgb"], channels=3).numpy()
+        )
+        assert bool(batch.gray.present[i]) == (i != 5)
+        if i != 5:
+            np.testing.assert_array_equal(
+                batch.gray.values[i], tf.io.decode_jpeg(parsed["gray"], channels=1).numpy()
+            )
+        assert tiles.decode(serialized) == tiles.decode_batch([serialized]).records()[0]
+    wrong = _example(tf, rgb=tf.io.encode_jpeg(_picture(16, 23, 1)).numpy())
+    with pytest.raises(RecordError, match=r"the image of shape \[16, 23, 3\] does not fit"):
+        tiles.decode_batch([data[0], wrong])

@@ -782,12 +782,23 @@ class _ImageColumn(_Column):
         blob = bytes(scan.blob)
         ends = np.cumsum(scan.sizes).tolist()
         blobs = [blob[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+        if self.fixed and size:
+            # decoded straight into the column: no stacking copy of every image afterwards
+            column = np.zeros((size, *cast("tuple[int, ...]", self.codec.shape)), np.uint8)
+            rows = np.flatnonzero(present).tolist()
+            into = self.codec.pixels_into
+            decode_many(
+                list(zip(blobs, rows, strict=True)),
+                lambda item: into(item[0], column[item[1]]),
+                DECODE_THREADS,
+            )
+            return Masked(column, present) if self.masked else column
         images = decode_many(blobs, self.codec.pixels, DECODE_THREADS)
         stand_in = self.inner_layout.placeholder()
         values: list[Any] = [stand_in] * size
         for i, image in zip(np.flatnonzero(present).tolist(), images, strict=True):
             values[i] = image
-        column = np.stack(values) if self.fixed and size else self.inner_layout.from_values(values)
+        column = self.inner_layout.from_values(values)
         return Masked(column, present) if self.masked else column
 
 

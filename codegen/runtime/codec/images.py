@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -160,18 +160,19 @@ def encode_image(pixels: Image, encoding: str, quality: int) -> bytes:
     return out.getvalue()
 
 
+T = TypeVar("T")
+U = TypeVar("U")
+
 DECODE_THREADS = min(8, os.cpu_count() or 1)
 """How many threads decode the images of a batch."""
 
 
-def decode_many(
-    blobs: Sequence[bytes], decode: Callable[[bytes], Image], threads: int
-) -> list[Image]:
-    """``decode`` of every blob, on up to ``threads`` threads (the decoders release the GIL)."""
-    if threads <= 1 or len(blobs) < 2:
-        return [decode(b) for b in blobs]
-    with ThreadPoolExecutor(min(threads, len(blobs))) as pool:
-        return list(pool.map(decode, blobs))
+def decode_many(items: Sequence[T], decode: Callable[[T], U], threads: int) -> list[U]:
+    """``decode`` of every item, on up to ``threads`` threads (the decoders release the GIL)."""
+    if threads <= 1 or len(items) < 2:
+        return [decode(item) for item in items]
+    with ThreadPoolExecutor(min(threads, len(items))) as pool:
+        return list(pool.map(decode, items))
 
 
 class EncodedImage(Codec[Image]):
@@ -289,6 +290,31 @@ class EncodedImage(Codec[Image]):
                 f" shape {self.shape}"
             )
         return pixels
+
+    def pixels_into(self, blob: bytes, out: Image) -> None:
+        """The checked pixels of one encoded image, written into ``out`` (of the declared, fixed
+        shape). A JPEG of that shape whose colour space needs no conversion is decoded straight
+        into ``out``; anything else goes through :meth:`pixels` (same checks and errors)."""
+        height, width, channels = out.shape
+        if image_format(blob) == "jpeg" and self.encoding != "png" and channels in (1, 3):
+            simplejpeg = _simplejpeg()
+            try:
+                header = simplejpeg.decode_jpeg_header(blob)
+            except ValueError:
+                header = None
+            if header is not None and header[:2] == (height, width):
+                try:
+                    simplejpeg.decode_jpeg(
+                        blob,
+                        colorspace="GRAY" if channels == 1 else "RGB",
+                        fastdct=True,
+                        fastupsample=False,
+                        buffer=out,
+                    )
+                    return
+                except ValueError:
+                    pass  # decoded again below, for the error it gives
+        out[...] = self.pixels(blob)
 
     def _missing(self) -> RecordError:
         return RecordError(
