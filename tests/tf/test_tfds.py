@@ -4,6 +4,8 @@ import-tfds``), and the generated record reads every split without TensorFlow, e
 from __future__ import annotations
 
 import json
+import pickle
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,6 +16,7 @@ import pytest
 from codegen.errors import DataError, TfrGenError
 from support.cli import run_cli
 from support.modules import generate_module
+from support.processes import PYTHON
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +138,34 @@ def test_a_wrong_split_a_missing_shard_and_a_wrong_count_are_named(
     (copy / "tfr_gen_tiny-test.tfrecord-00002-of-00003").unlink()
     with pytest.raises(TfrGenError, match=r"00002-of-00003: the shard is missing"):
         Tiny.dataset(copy, split="test", batch_size=2)
+
+
+_READ_WITHOUT_TENSORFLOW = """
+import pickle, sys
+sys.modules["tensorflow"] = None  # the generated class reads TFDS data without TensorFlow
+sys.path.insert(0, sys.argv[1])
+import tfds_tiny
+rows = {}
+for split in ("train", "test"):
+    records = tfds_tiny.TfrGenTiny.read_dataset(sys.argv[2], split=split)
+    rows[split] = [{name: getattr(r, name) for name in type(r).__slots__} for r in records]
+sys.stdout.buffer.write(pickle.dumps(rows))
+"""
+
+
+def test_every_split_reads_without_tensorflow(prepared: Path, tiny: ModuleType) -> None:
+    from support.tfds_builders import SPLITS, as_numpy
+
+    run = subprocess.run(
+        [*PYTHON, "-c", _READ_WITHOUT_TENSORFLOW, str(Path(tiny.__file__ or "").parent), prepared],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    rows = pickle.loads(run.stdout)
+    for split, count in SPLITS.items():
+        expected = as_numpy(prepared, split)
+        assert len(rows[split]) == len(expected) == count
+        for values, example in zip(rows[split], expected, strict=True):
+            _assert_equal(tiny.TfrGenTiny(**values), example)
