@@ -31,7 +31,14 @@ from codegen.runtime.codec.wire import (
 )
 from codegen.tools.profile import KeyDetail
 
-__all__ = ["SAMPLES", "KeyObservation", "Observation", "joined_utf8", "parse_record"]
+__all__ = [
+    "SAMPLES",
+    "SAMPLE_BYTES",
+    "KeyObservation",
+    "Observation",
+    "joined_utf8",
+    "parse_record",
+]
 
 FeatureValue = tuple[int, bytes]
 """A parsed ``Feature``: (list kind, list body), as the wire parser gives it (kind 0: no list)."""
@@ -323,7 +330,10 @@ def _all_utf8(items: Sequence[bytes]) -> bool:
 
 
 SAMPLES = 64
-"""How many records an :class:`Observation` keeps whole."""
+"""How many records an :class:`Observation` keeps whole (the first ones, up to
+:data:`SAMPLE_BYTES` in all)."""
+
+SAMPLE_BYTES = 64 << 20
 
 
 @dataclass(slots=True)
@@ -346,6 +356,7 @@ class Observation:
     samples: list[bytes] = field(default_factory=list)
     """The first :data:`SAMPLES` records counted, kept whole: what relations between keys that
     per-key counts cannot show are checked on (see :meth:`sample_values`)."""
+    _sampled: int = field(default=0, init=False, repr=False)
     _keys: list[bytes] = field(default_factory=list, init=False, repr=False)
     """The context keys a batch is scanned for: every one seen in a batch so far."""
 
@@ -425,9 +436,11 @@ class Observation:
                 seen.add_feature(kind, values)
 
     def _sample(self, records: Sequence[bytes]) -> None:
-        room = SAMPLES - len(self.samples)
-        if room > 0:
-            self.samples.extend(bytes(data) for data in records[:room])
+        for data in records[: max(0, SAMPLES - len(self.samples))]:
+            if self._sampled + len(data) > SAMPLE_BYTES:
+                return
+            self._sampled += len(data)
+            self.samples.append(bytes(data))
 
     def sample_values(self) -> list[dict[str, tuple[int, Values]]]:
         """Each sampled record's context features: key -> (list kind, values)."""
