@@ -86,6 +86,8 @@ class InferredFeature:
     shape_from: str | tuple[str, ...] | None = None
     """The key of the raw int32 array holding the shape (the tutorials' layout), or the keys of
     the int64 scalars holding each ``null`` dimension (the Object Detection layout)."""
+    shape_list: bool = False
+    """Whether the ``shape_from`` key holds the shape as an Int64List (TFDS's dynamic tensors)."""
     row_lengths_from: tuple[str, ...] = ()
     doc: str | None = None
 
@@ -103,6 +105,8 @@ class InferredFeature:
         if isinstance(self.shape_from, tuple):
             keys = ", ".join(yaml_scalar(key) for key in self.shape_from)
             fields.append(f"shape_from: [{keys}]")
+        elif self.shape_from is not None and self.shape_list:
+            fields.append(f"shape_from: {{key: {yaml_scalar(self.shape_from)}}}")
         elif self.shape_from is not None:
             fields.append(
                 f"shape_from: {{key: {yaml_scalar(self.shape_from)}, dtype: int32, encoding: raw}}"

@@ -9,7 +9,8 @@ writes for each record as one tfr-gen record, with the keys TFDS writes:
 * a ``Tensor`` of dtype ``bool``, an int or ``float32`` is a list-encoded feature of that dtype and
   its shape (``-1`` -> ``null``; one unknown dimension at most, the first, as TFDS stores it);
   ``float16``/``float64`` travel in a ``FloatList`` and read as ``float32``; ``string`` is
-  ``bytes``; ``encoding: bytes`` is a raw tensor of its fixed shape;
+  ``bytes``; ``encoding: bytes`` is a raw tensor of its fixed shape, or with several unknown
+  dimensions ``<key>/value`` with ``shape_from: {key: <key>/shape}``;
 * ``Text`` is ``string``; ``ClassLabel`` is ``int64`` with the class names (from
   ``<feature>.labels.txt`` beside ``features.json``) in the attribute's doc; ``BBoxFeature`` is
   ``float32`` of shape ``[4]``; ``Image`` is an encoded image of dtype ``uint8``
@@ -18,9 +19,10 @@ writes for each record as one tfr-gen record, with the keys TFDS writes:
   nested sequences are TFDS's ragged layout, ``<key>/ragged_flat_values`` with row lengths in
   ``<key>/ragged_row_lengths_<i>`` (``row_lengths_from``).
 
-What has no tfr-gen form (images in sequences, zlib-encoded or multi-dimensional dynamic tensors,
-fixed-length inner sequences stored ragged, uint64, connectors such as ``Video`` or ``Audio`` with
-an encoded file format) is a diagnostic naming the feature, which is left out.
+What has no tfr-gen form (images in sequences, zlib-encoded tensors, list-stored tensors of several
+unknown dimensions, fixed-length inner sequences stored ragged, uint64 lists, connectors such as
+``Video`` or ``Audio`` with an encoded file format) is a diagnostic naming the feature, which is
+left out.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class _Leaf:
     """How many row-length features TFDS writes (``<key>/ragged_row_lengths_<i>``)."""
     optional: bool = False
     doc: str | None = None
+    dynamic: bool = False
+    """A bytes-encoded tensor of several unknown dimensions: TFDS writes ``<key>/value`` and its
+    shape in the Int64List ``<key>/shape``."""
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -121,12 +126,15 @@ def _tensor(key: str, tensor: dict[str, Any], sequence: tuple[int | None, ...]) 
     if encoding == "zlib":
         raise _LeftOut("a zlib-compressed tensor (encoding: zlib) has no tfr-gen form")
     if encoding == "bytes":
-        if sequence or None in shape:
+        if sequence or shape.count(None) == 1:
             raise _LeftOut(
-                "a bytes-encoded tensor of unknown shape or in a Sequence has no tfr-gen form"
+                "a bytes-encoded tensor with one unknown dimension or in a Sequence has no tfr-gen"
+                " form"
             )
         if dtype not in (*_INTS, "float32", "float64", "float16", "uint64"):
             raise _LeftOut(f"a bytes-encoded tensor of dtype {dtype} has no tfr-gen form")
+        if None in shape:  # TFDS's dynamic shape: the bytes and the shape beside them
+            return _Leaf(key, dtype, shape, "raw", optional=optional, dynamic=True)
         return _Leaf(key, dtype, shape, encoding="raw", optional=optional)
     doc = None
     if dtype == "bool" or dtype in _INTS:
@@ -225,7 +233,7 @@ def import_tfds(directory: Path, *, name: str, doc: str) -> InferredRecord:
     names = feature_names([leaf.key for leaf in leaves])
     inferred = []
     for attribute, leaf in zip(names, leaves, strict=True):
-        key = leaf.key
+        key = f"{leaf.key}/value" if leaf.dynamic else leaf.key
         lengths: tuple[str, ...] = ()
         if leaf.ragged:
             key = f"{leaf.key}/ragged_flat_values"
@@ -240,6 +248,8 @@ def import_tfds(directory: Path, *, name: str, doc: str) -> InferredRecord:
                 encoding=leaf.encoding,
                 row_lengths_from=lengths,
                 doc=leaf.doc,
+                shape_from=f"{leaf.key}/shape" if leaf.dynamic else None,
+                shape_list=leaf.dynamic,
             )
         )
     return InferredRecord(name, doc, False, tuple(inferred), (), tuple(left_out))

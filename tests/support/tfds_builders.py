@@ -42,6 +42,10 @@ class TfrGenTiny(tfds.core.GeneratorBasedBuilder):  # type: ignore[misc]
                         {"bbox": features.BBoxFeature(), "kind": features.ClassLabel(num_classes=5)}
                     ),
                     "depth": features.Tensor(shape=(None, None), dtype=np.float32, encoding="zlib"),
+                    "heights": features.Tensor(
+                        shape=(None, None), dtype=np.float32, encoding="bytes"
+                    ),
+                    "patch": features.Tensor(shape=(2, 2), dtype=np.uint16, encoding="bytes"),
                 }
             ),
         )
@@ -78,6 +82,8 @@ class TfrGenTiny(tfds.core.GeneratorBasedBuilder):  # type: ignore[misc]
                         "kind": [int(k) for k in rng.integers(0, 5, len(boxes))],
                     },
                     "depth": rng.random((2, 1 + i % 2)).astype(np.float32),
+                    "heights": rng.random((1 + i % 3, 2)).astype(np.float32),
+                    "patch": rng.integers(0, 60000, (2, 2), dtype=np.uint16),
                 },
             )
 

@@ -39,7 +39,7 @@ def test_import_tfds_maps_every_feature_and_names_what_it_leaves_out(
 ) -> None:
     code, out, err = run_cli("import-tfds", str(prepared), "-o", "tiny.yaml", cwd=tmp_path)
     assert code == 0, err
-    assert out == "wrote tiny.yaml (TfrGenTiny: 13 features)\n"
+    assert out == "wrote tiny.yaml (TfrGenTiny: 15 features)\n"
     assert (
         "feature 'depth' left out: Tensor: a zlib-compressed tensor (encoding: zlib) has no tfr-gen form"
         in err
@@ -49,6 +49,9 @@ def test_import_tfds_maps_every_feature_and_names_what_it_leaves_out(
     for line in (
         "      embedding: {dtype: float32, shape: [2, 3]}\n",
         "      flag: {dtype: bool}\n",
+        "      heights: {key: heights/value, dtype: float32, shape: [null, null], encoding: raw,"
+        " shape_from: {key: heights/shape}}\n",
+        "      patch: {dtype: uint16, shape: [2, 2], encoding: raw}\n",
         "      image: {dtype: uint8, shape: [null, null, 3], encoding: jpeg}\n",
         "      label: {dtype: int64, doc: 'TFDS ClassLabel of 3 classes: 0 cat, 1 dog, 2 bird.'}\n",
         "      mask: {dtype: uint8, shape: [8, 8, 1], encoding: png}\n",
