@@ -172,3 +172,16 @@ def test_every_split_reads_without_tensorflow(prepared: Path, tiny: ModuleType) 
         assert len(rows[split]) == len(expected) == count
         for values, example in zip(rows[split], expected, strict=True):
             _assert_equal(tiny.TfrGenTiny(**values), example)
+
+
+def test_import_tfds_names_a_directory_that_is_not_a_prepared_dataset(tmp_path: Path) -> None:
+    code, out, err = run_cli("import-tfds", str(tmp_path), cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"tfr-gen import-tfds: error: {tmp_path}: not a prepared TFDS dataset: it has no"
+        " features.json (name the version directory, such as '<data_dir>/mnist/3.0.1')\n"
+    )
+    (tmp_path / "features.json").write_text("[1]", encoding="utf-8")
+    code, _, err = run_cli("import-tfds", str(tmp_path), cwd=tmp_path)
+    assert code == 2
+    assert err.endswith("features.json: expected a JSON object, got list\n")
