@@ -164,6 +164,10 @@ REVEALED = {
     "Customer.from_proto(Customer.decode(b'').to_proto())": "customer.Customer",
     "Customer.read_tfrecord('x')": "typing.Iterator[customer.Customer]",
     "Customer.read_dataset('d')": "typing.Iterator[customer.Customer]",
+    "Customer.read_dataset('tfds/x/1.0.0', split='train')": "typing.Iterator[customer.Customer]",
+    "Customer.dataset('tfds/x/1.0.0', split='train', batch_size=8)": (
+        "codegen.runtime.data.dataset.Dataset[customer.CustomerBatch]"
+    ),
     "Customer.decode_batch([b''])": "customer.CustomerBatch",
     "Customer.dataset('x', batch_size=8)": "codegen.runtime.data.dataset.Dataset[customer.CustomerBatch]",
     "Customer.dataset('x', batch_size=None)": "codegen.runtime.data.dataset.Dataset[customer.Customer]",
