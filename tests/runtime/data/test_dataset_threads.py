@@ -4,8 +4,8 @@ once while earlier batches' columns stay alive."""
 
 from __future__ import annotations
 
-import importlib
 import os
+import sys
 import threading
 from collections.abc import Generator
 from pathlib import Path
@@ -20,7 +20,8 @@ from codegen.runtime import write_tfrecord
 from codegen.runtime.accel import speedups
 from codegen.runtime.data.dataset import Dataset
 from support.messages import UNDECODABLE
-from support.modules import generate_module
+from support.modules import generate_module, generated_module
+from support.paths import ROOT
 from support.shards import ITEM_SCHEMA, item, write_shards
 
 WORKLOADS = ("customer", "mnist", "embedding", "raw_image", "sentence")
@@ -35,10 +36,12 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
 def sample_records(name: str, count: int) -> tuple[Any, list[Any]]:
     """The record class of ``generated/<name>.py`` and ``count`` of its records, from the
     benchmark workloads' value makers (seeded)."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))  # after the installed package: only adds ``benchmarks``
     from benchmarks.workloads import WORKLOADS as ALL
 
     workload = next(w for w in ALL if w.module == name)
-    cls = getattr(importlib.import_module(f"generated.{name}"), workload.record)
+    cls = getattr(generated_module(name), workload.record)
     rng = np.random.default_rng(7)
     spec = cls.feature_spec()
     return cls, [cls(**workload.make_values(rng, spec)) for _ in range(count)]
