@@ -4,7 +4,9 @@ The first byte is the mode (``common.read_mode``: compression ``None``/gzip/zlib
 CRCs checked or not); the rest is the stream, read to its end with ``TFRecordReader``. Raising, the
 only error allowed is :class:`~codegen.errors.DataError`, and an uncompressed stream read with
 CRCs checked starts with exactly the framing of the records yielded. Skipping, nothing may be
-raised, and in an uncompressed stream every byte is in a yielded record or a skipped span.
+raised, and in an uncompressed stream every byte is in a yielded record or a skipped span. In
+both modes, opening a stream whose first bytes contradict the declared compression (a gzip or
+zlib header read as uncompressed, or the other way round) raises DataError and reads nothing.
 Anything else is a crash. Run: ``python fuzz/fuzz_tfrecord.py CORPUS [SEEDS]``.
 """
 
@@ -19,6 +21,7 @@ with atheris.instrument_imports(include=["codegen", "common"]):
     from common import read_mode
 
     from codegen.errors import DataError
+    from codegen.runtime.io.compression import HEAD_SIZE, detect_compression
     from codegen.runtime.io.reader import TFRecordReader
     from codegen.runtime.io.writer import TFRecordWriter
 
@@ -36,12 +39,17 @@ def test_one_input(data: bytes) -> None:
         return
     compression, skip, verify = read_mode(data[0])
     stream = data[1:]
-    reader = TFRecordReader(
-        io.BytesIO(stream),
-        compression=compression,
-        verify_crc=verify,
-        on_error="skip" if skip else "raise",
-    )
+    try:
+        reader = TFRecordReader(
+            io.BytesIO(stream),
+            compression=compression,
+            verify_crc=verify,
+            on_error="skip" if skip else "raise",
+        )
+    except DataError:
+        if detect_compression(stream[:HEAD_SIZE]) == compression:
+            raise  # only a contradiction of the declared compression refuses a stream up front
+        return
     records: list[bytes] = []
     try:
         records.extend(reader)
