@@ -42,9 +42,9 @@ record of its part of the data once per epoch:
   it; with fewer files every shard reads all files and keeps record ``i`` of file ``j`` when
   ``(j + i) % S`` equals it. Either way each record is read by exactly one shard in every epoch.
 * **Where the work happens**: reading and CRC checks run in the iterating thread; batches are
-  decoded by ``num_threads`` threads (``None``, the default: one per core this process may run
-  on, ``os.sched_getaffinity``, at most 8, when the C accelerator is built; one in a DataLoader
-  worker, whose processes already spread the work, and without the accelerator). The accelerator
+  decoded by ``num_threads`` threads (``None``, the default, is one: measured on two cores, more
+  threads do not yet outrun decoding in the iterating thread, whose reading hands the records
+  over one at a time; ask for more where the decoding dominates). The accelerator
   decodes a batch's records without holding the GIL (``scan_batch``), so the threads decode in
   parallel while the iterating thread reads ahead; up to ``2 * num_threads`` batches are in
   flight. The batches come out in the order their records were read, so the order, the
@@ -152,9 +152,6 @@ _STATE_VERSION = 1
 
 _RECORD_CHUNK = 256
 """Records handed over (and decoded) together when a dataset yields records one by one."""
-
-_MOST_THREADS = 8
-"""The most threads a dataset decodes with by default."""
 
 _Raw = tuple[bytes, int, int]
 """A raw record, its file's position in :attr:`Dataset.files` and its index in that file."""
@@ -682,15 +679,7 @@ class Dataset(Generic[T]):
 
     def _threads(self) -> int:
         """The threads that decode batches in this iteration (see the module docstring)."""
-        if self.num_threads is not None:
-            return self.num_threads
-        if speedups is None or _in_worker():
-            return 1
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            cores = os.cpu_count() or 1
-        return max(1, min(cores, _MOST_THREADS))
+        return 1 if self.num_threads is None else self.num_threads
 
     def _decodes(self, raw: _Raw, offsets: _Offsets) -> bool:
         """Whether the raw record decodes on its own (see :meth:`_failed` when it does not)."""
@@ -1083,11 +1072,6 @@ def _worker_info() -> Any:
     """The PyTorch DataLoader worker's information in a worker process, else ``None``."""
     torch = sys.modules.get("torch")
     return None if torch is None else torch.utils.data.get_worker_info()
-
-
-def _in_worker() -> bool:
-    """Whether this process is a PyTorch DataLoader worker."""
-    return _worker_info() is not None
 
 
 def _worker_slot() -> int:

@@ -4,7 +4,6 @@ once while earlier batches' columns stay alive."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Generator
@@ -17,7 +16,6 @@ import pytest
 
 from codegen.errors import TfrGenError
 from codegen.runtime import write_tfrecord
-from codegen.runtime.accel import speedups
 from codegen.runtime.data.dataset import Dataset
 from support.messages import UNDECODABLE
 from support.modules import generate_module, generated_module
@@ -143,9 +141,11 @@ def test_num_threads_is_checked_and_chosen_from_the_cores(
             paths, module.ItemBatch.decode, module.Item.decode, batch_size=2, num_threads=0
         )
     dataset = Dataset.of_batches(paths, module.ItemBatch.decode, module.Item.decode, batch_size=2)
-    assert dataset.num_threads is None
-    cores = len(os.sched_getaffinity(0))
-    assert dataset._threads() == (1 if speedups is None else min(cores, 8))
+    assert dataset.num_threads is None and dataset._threads() == 1
+    threaded = Dataset.of_batches(
+        paths, module.ItemBatch.decode, module.Item.decode, batch_size=2, num_threads=3
+    )
+    assert threaded._threads() == 3
 
 
 def test_four_threads_decoding_at_once_give_no_wrong_value() -> None:
