@@ -6,13 +6,10 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
+from codegen.cli.commands.exitcodes import EXIT_ERROR
+from codegen.cli.commands.imported import import_target, write_imported
 from codegen.cli.commands.messages import Messages
 from codegen.errors import TfrGenError
-from codegen.files import check_output, write_atomic
-from codegen.generator import naming
-from codegen.generator.load import parse_schema
-from codegen.tools.inference import schema_yaml
 from codegen.tools.tfmd import import_tfmd, load_tfmd
 
 NAME = "import-schema"
@@ -35,15 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     say = Messages(NAME, err)
-    target = Path(args.out) if args.out else Path("imported.yaml")
-    problem = naming.record_name_problem(args.record) or naming.module_name_problem(
-        target.stem, target.suffix or ".yaml"
-    )
-    if problem is not None:
-        say.error(problem)
+    target = import_target(args.record, args.out, say)
+    if target is None:
         return EXIT_ERROR
-    if args.out:
-        check_output(target)
     source = Path(args.schema)
     try:
         record = import_tfmd(
@@ -52,15 +43,4 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (OSError, TfrGenError) as exc:
         say.error(f"{source}: {exc}" if isinstance(exc, OSError) else str(exc))
         return EXIT_ERROR
-    text = schema_yaml(record).replace(
-        "Inferred by 'tfr-gen infer'", "Imported by 'tfr-gen import-schema'"
-    )
-    parse_schema(text, str(target))  # the generator accepts what is written, or this raises
-    for name, reason in record.left_out:
-        say.warning(f"feature {name!r} left out: {reason}")
-    if args.out:
-        write_atomic(target, text)
-        print(f"wrote {args.out} ({record.name}: {len(record.features)} features)", file=out)
-    else:
-        out.write(text)
-    return EXIT_OK
+    return write_imported(record, NAME, target, args.out, out, say)

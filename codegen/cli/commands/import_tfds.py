@@ -7,13 +7,11 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
+from codegen.cli.commands.exitcodes import EXIT_ERROR
+from codegen.cli.commands.imported import import_target, write_imported
 from codegen.cli.commands.messages import Messages
 from codegen.errors import TfrGenError
-from codegen.files import check_output, write_atomic
-from codegen.generator import naming
-from codegen.generator.load import parse_schema
-from codegen.tools.inference import record_name_for, schema_yaml
+from codegen.tools.inference import record_name_for
 from codegen.tools.tfds import import_tfds
 
 NAME = "import-tfds"
@@ -55,15 +53,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     directory = Path(args.directory)
     dataset, version = _dataset_name(directory)
     record_name = args.record or record_name_for(dataset)
-    target = Path(args.out) if args.out else Path("imported.yaml")
-    problem = naming.record_name_problem(record_name) or naming.module_name_problem(
-        target.stem, target.suffix or ".yaml"
-    )
-    if problem is not None:
-        say.error(problem)
+    target = import_target(record_name, args.out, say)
+    if target is None:
         return EXIT_ERROR
-    if args.out:
-        check_output(target)
     doc = (
         f"Imported from the TFDS dataset {dataset} {version}: read it with"
         f" {record_name}.read_dataset(DIR, split=...)."
@@ -73,15 +65,4 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except TfrGenError as exc:
         say.error(str(exc))
         return EXIT_ERROR
-    text = schema_yaml(record).replace(
-        "Inferred by 'tfr-gen infer'", "Imported by 'tfr-gen import-tfds'"
-    )
-    parse_schema(text, str(target))  # the generator accepts what is written, or this raises
-    for name, reason in record.left_out:
-        say.warning(f"feature {name!r} left out: {reason}")
-    if args.out:
-        write_atomic(target, text)
-        print(f"wrote {args.out} ({record.name}: {len(record.features)} features)", file=out)
-    else:
-        out.write(text)
-    return EXIT_OK
+    return write_imported(record, NAME, target, args.out, out, say)
