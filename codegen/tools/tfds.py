@@ -27,20 +27,18 @@ left out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codegen.errors import TfrGenError
+from codegen.runtime.data.tfds import read_tfds_json
 from codegen.tools.inference import InferredFeature, InferredRecord, feature_names
 
 __all__ = ["FEATURES_JSON", "import_tfds", "load_tfds_features"]
 
 FEATURES_JSON = "features.json"
 
-_MAX_BYTES = 64 << 20
 _INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
 _FLOATS = {"float32": None, "float16": "float16", "float64": "float64", "bfloat16": "bfloat16"}
 _MAX_DOC_NAMES = 100
@@ -67,31 +65,9 @@ class _Leaf:
     shape in the Int64List ``<key>/shape``."""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as file:
-            data = file.read(_MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise TfrGenError(
-            f"{path.parent}: not a prepared TFDS dataset: it has no {path.name} (name the version"
-            " directory, such as '<data_dir>/mnist/3.0.1')"
-        ) from None
-    except OSError as exc:
-        raise TfrGenError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if len(data) > _MAX_BYTES:
-        raise TfrGenError(f"{path}: larger than {_MAX_BYTES} bytes")
-    try:
-        value = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TfrGenError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise TfrGenError(f"{path}: expected a JSON object, got {type(value).__name__}")
-    return value
-
-
 def load_tfds_features(directory: Path) -> dict[str, Any]:
     """The ``features.json`` of the prepared TFDS dataset in ``directory``."""
-    return _read_json(directory / FEATURES_JSON)
+    return read_tfds_json(directory / FEATURES_JSON)
 
 
 def _dims(shape: Any) -> tuple[int | None, ...]:

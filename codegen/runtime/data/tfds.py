@@ -27,35 +27,39 @@ from codegen.runtime.io.files import PathLike
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, read_decoded
 from codegen.runtime.io.skips import OnError, OnSkip
 
-__all__ = ["read_split", "split_sources", "splits_sources"]
+__all__ = ["read_split", "read_tfds_json", "split_sources", "splits_sources"]
 
 T = TypeVar("T")
 
 _DEFAULT_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
-_MAX_INFO_BYTES = 64 << 20
+_MAX_JSON_BYTES = 64 << 20
 
 
-def _load_info(root: str) -> dict[str, Any]:
-    path = os.path.join(root, TFDS_INFO)
+def read_tfds_json(path: PathLike) -> dict[str, Any]:
+    """The JSON object in the file ``path`` of a prepared TFDS directory (``dataset_info.json``,
+    ``features.json``), read with a bound on its size; :class:`TfrGenError` naming the file and
+    what is wrong otherwise."""
+    path = os.fspath(path)
+    root, name = os.path.split(path)
     try:
         with open(path, "rb") as file:
-            data = file.read(_MAX_INFO_BYTES + 1)
+            data = file.read(_MAX_JSON_BYTES + 1)
     except FileNotFoundError:
         raise TfrGenError(
-            f"{root}: not a prepared TFDS dataset: it has no {TFDS_INFO} (name the version"
+            f"{root}: not a prepared TFDS dataset: it has no {name} (name the version"
             " directory, such as '<data_dir>/mnist/3.0.1')"
         ) from None
     except OSError as exc:
         raise TfrGenError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if len(data) > _MAX_INFO_BYTES:
-        raise TfrGenError(f"{path}: larger than {_MAX_INFO_BYTES} bytes: not a dataset_info.json")
+    if len(data) > _MAX_JSON_BYTES:
+        raise TfrGenError(f"{path}: larger than {_MAX_JSON_BYTES} bytes: not a {name}")
     try:
-        info = json.loads(data)
+        value = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TfrGenError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(info, dict):
-        raise TfrGenError(f"{path}: expected a JSON object, got {type(info).__name__}")
-    return info
+    if not isinstance(value, dict):
+        raise TfrGenError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _count(value: object, path: str, split: str) -> int:
@@ -75,7 +79,7 @@ def split_sources(directory: PathLike, split: str) -> tuple[Source, ...]:
     """The shards of ``split`` of the prepared TFDS dataset in ``directory``, in order, each with
     its record count from ``dataset_info.json``; a :class:`TfrGenError` names what is missing."""
     root = os.fspath(directory)
-    info = _load_info(root)
+    info = read_tfds_json(os.path.join(root, TFDS_INFO))
     path = os.path.join(root, TFDS_INFO)
     file_format = info.get("fileFormat", "tfrecord")
     if file_format != "tfrecord":
