@@ -200,7 +200,7 @@ class Scanner:
         takes them (:meth:`_count`), up to ``limit``."""
         done = 0
         progress = self.progress
-        for path, size in zip(self.paths, self.sizes, strict=True):
+        for path, file_bytes in zip(self.paths, self.sizes, strict=True):
             if self.limit is not None and self.records >= self.limit:
                 return
             self.files += 1
@@ -227,7 +227,7 @@ class Scanner:
                         progress.update(done + file.tell(), self.records)
                     if self.limit is not None and self.records >= self.limit:
                         return
-            done += size
+            done += file_bytes
             if progress is not None:
                 progress.update(done, self.records)
 

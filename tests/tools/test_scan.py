@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from codegen.errors import TfrGenError
 from codegen.runtime.codec import wire
 from codegen.runtime.io.writer import write_tfrecord
+from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs
 
 
@@ -41,3 +43,23 @@ def test_scanner_limit_and_positions(tmp_path: Path) -> None:
         ("b.tfrecord.zlib", 0, 0, records[0]),
     ]
     assert (scanner.files, scanner.file_records, scanner.records) == (2, [3, 1], 4)
+
+
+def test_scanner_progress_counts_each_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bar's position after each file is the bytes of the files read so far, in file bytes
+    (headers and CRCs included), ending at the total."""
+    records = [wire.example([]), b"xyz" * 100, wire.example([])]
+    paths = []
+    for name in ("a", "b", "c"):
+        write_tfrecord(tmp_path / f"{name}.tfrecord", records)
+        paths.append(str(tmp_path / f"{name}.tfrecord"))
+    shown: list[int] = []
+    monkeypatch.setattr(Progress, "update", lambda self, done, records: shown.append(done))
+    with Scanner(paths, progress=io.StringIO()) as scanner:
+        assert sum(1 for _ in scanner.batches()) == 3
+    size = (tmp_path / "a.tfrecord").stat().st_size
+    assert shown == sorted(shown)  # one batch per file: after it, and after the file
+    assert set(shown) == {size, 2 * size, 3 * size}
+    assert shown[-1] == scanner.total_bytes
