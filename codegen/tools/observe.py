@@ -106,6 +106,8 @@ class KeyObservation:
     _total: float = field(default=0.0, init=False, repr=False)
     _numbers: int = field(default=0, init=False, repr=False)
     _nans: int = field(default=0, init=False, repr=False)
+    # Once ``short`` is full (it no longer changes): the probes of its values (see _probes).
+    _held: NDArray[np.bool_] | None = field(default=None, init=False, repr=False)
 
     @property
     def low(self) -> float | int | None:
@@ -272,14 +274,21 @@ class KeyObservation:
             if found:
                 self.images[form] += found
         short = np.flatnonzero(sizes <= _SHORT)
-        if short.size:
-            data = bytes(blob)
-            self._add_short(
-                [
-                    data[a : a + n]
-                    for a, n in zip(starts[short].tolist(), sizes[short].tolist(), strict=True)
-                ]
-            )
+        if not short.size:
+            return
+        starts, sizes = starts[short], sizes[short]
+        if len(self.short) >= _SHORT_KEPT:  # only values held count: look at those that may be
+            if self._held is None:
+                self._held = np.zeros(1 << _PROBE_BITS, dtype=np.bool_)
+                held = list(self.short)
+                lengths = np.array([len(v) for v in held], dtype=np.int64)
+                self._held[_probes(b"".join(held), np.cumsum(lengths) - lengths, lengths)] = True
+            maybe = np.flatnonzero(self._held[_probes(blob, starts, sizes)])
+            starts, sizes = starts[maybe], sizes[maybe]
+        data = bytes(blob)
+        self._add_short(
+            [data[a : a + n] for a, n in zip(starts.tolist(), sizes.tolist(), strict=True)]
+        )
 
     def _add_short(self, values: list[bytes]) -> None:
         """Count short values: those already counted, and new ones while fewer than the limit are
@@ -301,6 +310,28 @@ _SHORT = 16
 """The longest bytes value :attr:`KeyObservation.short` keeps."""
 _SHORT_KEPT = 1024
 """How many distinct short values it keeps."""
+
+
+_PROBE_BITS = 20
+"""The size of the table that finds the short values that may be among those kept."""
+
+
+def _probes(
+    blob: memoryview | bytes, starts: NDArray[np.int64], sizes: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """A number below ``2**_PROBE_BITS`` for each value at ``starts`` (``sizes`` their lengths) in
+    ``blob``, from its length and five of its bytes: equal values give equal numbers."""
+    joined = np.frombuffer(blob, np.uint8)
+    if not joined.size:
+        return np.zeros(sizes.size, dtype=np.int64)
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    probe = sizes.astype(np.uint64)
+    last = np.maximum(sizes - 1, 0)
+    held = sizes > 0  # an empty value reads no byte
+    for at in (0, 1, last // 2, last - 1, last):
+        place = np.minimum(starts + np.clip(at, 0, last), joined.size - 1)
+        probe = (probe + np.where(held, joined[place], 0).astype(np.uint64)) * mix
+    return (probe >> np.uint64(64 - _PROBE_BITS)).astype(np.int64)
 
 
 def joined_utf8(blob: memoryview, sizes: NDArray[np.int64]) -> bool:

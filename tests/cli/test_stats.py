@@ -191,7 +191,18 @@ def _feature(draw: st.DrawFn) -> bytes:
         return wire.float_feature(np.array(draw(st.lists(floats, max_size=4)), np.float32))
     if kind == "bytes":
         texts = st.sampled_from(
-            [b"", b"x", "é".encode(), b"\xc3", b"\xa9", b"ab\xff", b"\xe2\x82", b"a\0b"]
+            [
+                b"",
+                b"x",
+                b"x\0",
+                b"\0",
+                "é".encode(),
+                b"\xc3",
+                b"\xa9",
+                b"ab\xff",
+                b"\xe2\x82",
+                b"a\0b",
+            ]
             + [b"\xff\xd8\xff\xe0", b"\xff\xd8", b"\x89PNG\r\n\x1a\n", b"\x89PNG\r\n", b"y" * 17]
         )
         return wire.bytes_feature(draw(st.lists(texts, max_size=4)))
@@ -246,6 +257,28 @@ def test_batches_are_counted_as_their_records_one_by_one(batches: list[list[byte
     for table in ("features", "feature_lists"):
         for k, seen in getattr(by_record, table).items():
             assert getattr(by_batch, table)[k].total == pytest.approx(seen.total, nan_ok=True)
+
+
+def test_short_values_beyond_the_kept_limit_are_counted_as_one_by_one() -> None:
+    """More distinct short values than are kept, repeated across batches and with zero bytes at
+    their ends: the batch count keeps the same values, with the same counts, in the same order."""
+    rng = np.random.default_rng(7)
+    values = [
+        int(v).to_bytes(2, "little") + b"\0" * int(z)
+        for v, z in rng.integers(0, 1500, (3000, 2)) % [1500, 3]
+    ]
+    records = [
+        wire.example([wire.map_entry(wire.key_field("s"), wire.bytes_feature(values[i : i + 3]))])
+        for i in range(0, len(values), 3)
+    ]
+    by_record, by_batch = Observation(), Observation()
+    for data in records:
+        by_record.add(data)
+    for start in range(0, len(records), 400):
+        assert by_batch.add_batch(records[start : start + 400]) == []
+    counted = by_record.features["s"].short
+    assert len(counted) == 1024
+    assert list(by_batch.features["s"].short.items()) == list(counted.items())
 
 
 def test_batches_of_examples_are_scanned_not_parsed_one_by_one(
