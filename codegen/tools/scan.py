@@ -27,6 +27,10 @@ from codegen.tools.progress import Progress
 
 __all__ = ["ScannedRecord", "Scanner", "expand_inputs"]
 
+BATCH_BYTES = 4 << 20
+"""About the bytes of a file :meth:`Scanner.batches` reads into one batch (work on a batch costs
+per call as well as per record)."""
+
 
 def expand_inputs(arguments: Sequence[str]) -> list[str]:
     """The files named by ``arguments``: existing paths as given, others as glob patterns.
@@ -215,7 +219,7 @@ class Scanner:
                     max_record_bytes=self.max_record_bytes,
                 ) as reader,
             ):
-                for records in reader.batches():
+                for records in reader.batches(BATCH_BYTES):
                     first = reader.index - len(records)
                     size = sum(map(len, records))
                     offset = reader.offset - size - 16 * len(records)
@@ -238,7 +242,7 @@ class Scanner:
 
     def batches(self) -> Iterator[ScannedBatch]:
         """The records of every file, a list at a time (one per buffer the reader fills, about
-        1 MiB of the stream), in order; each batch is counted as it is handed out."""
+        ``BATCH_BYTES`` of the stream), in order; each batch is counted as it is handed out."""
         for batch in self._read():
             self._count(len(batch.records), batch.size)
             yield batch

@@ -163,6 +163,7 @@ class TFRecordReader:
             "" if self.compression is None else f" (in the uncompressed {self.compression} stream)"
         )
         self._pid = os.getpid()  # the file offset is shared with a fork(): one process reads
+        self._read_size = _READ_CHUNK
         self._verify = verify_crc
         self._skip = on_error == "skip"
         self._on_skip = on_skip
@@ -220,10 +221,10 @@ class TFRecordReader:
         self._records = self._generate(True)  # type: ignore[assignment]
         return self._records  # type: ignore[return-value]
 
-    def batches(self) -> Iterator[list[bytes]]:
+    def batches(self, size: int = _READ_CHUNK) -> Iterator[list[bytes]]:
         """The records in lists, one list per stretch of the stream the reader holds (about
-        1 MiB): an iterator to take in place of the reader before any record is read, for
-        callers that work on many records at once.
+        ``size`` bytes, 1 MiB by default, read at once): an iterator to take in place of the
+        reader before any record is read, for callers that work on many records at once.
 
         After each list, :attr:`index` counts the records of all lists so far and :attr:`offset`
         is just past the list's last record; errors and skipped stretches are as for single
@@ -231,7 +232,10 @@ class TFRecordReader:
         """
         if self.index or self._started:
             raise TfrGenError(f"{self.path}: batches() must be taken before any record is read")
+        if size < 1:
+            raise ValueError(f"size must be positive, got {size}")
         self._records.close()
+        self._read_size = size
         batches = self._generate_batches()
         self._records = batches  # type: ignore[assignment]  # close() ends it
         return batches
@@ -372,7 +376,7 @@ class TFRecordReader:
         # A new buffer (from the accelerator's pool, when it is built) starts with the bytes kept;
         # it doubles when the stream fills it, so it is never much larger than the data read (a
         # declared length costs nothing until the data is there).
-        view = memoryview(_new_buffer(available + _READ_CHUNK))
+        view = memoryview(_new_buffer(available + self._read_size))
         view[:available] = buf[pos:]
         while available < needed:
             if available == len(view):

@@ -216,6 +216,20 @@ def test_batches_are_the_records_a_list_at_a_time(compression: Compression) -> N
     assert positions == [(n, ends[n]) for n in counts]
 
 
+def test_batches_read_the_size_asked_at_once() -> None:
+    records = [random.Random(n).randbytes(500) for n in range(20_000)]  # 10 MB
+    data = b"".join(frame(r) for r in records)
+    for size in (1 << 16, 1 << 20, 4 << 20):
+        batches = list(TFRecordReader(io.BytesIO(data)).batches(size))
+        assert [r for batch in batches for r in batch] == records
+        framed = [sum(len(r) + 16 for r in batch) for batch in batches]
+        # A read of ``size`` bytes after the part of a record left from the last one.
+        assert all(size - 516 < n < size + 516 for n in framed[:-1]), (size, framed)
+        assert len(batches) == -(-len(data) // size)
+    with pytest.raises(ValueError, match="size must be positive, got 0"):
+        TFRecordReader(io.BytesIO(data)).batches(0)
+
+
 def test_batches_of_a_corrupt_stream_skip_and_fail_like_records() -> None:
     data = corrupted(THREE_BYTES, 26 + 15)
     spans: list[SkippedSpan] = []
