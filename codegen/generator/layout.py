@@ -50,6 +50,8 @@ class _Group:
     """A tuple or list display: split one item per line, never with all items on one indented line."""
     separator: str = ", "
     """``" "`` for the parts of an implicit string concatenation (no commas between them)."""
+    subscript: _Group | None = None
+    """For a call of a subscript (``X[T](...)``, whose ``head`` is ``X[T](``): the subscript ``X[T]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,11 @@ def _layout(node: _Node, indent: int, prefix: str, suffix: str) -> list[str]:
             end = node.tail + suffix if number == len(rest) else ""
             lines.extend(_layout(member, indent, "| ", end))
         return lines
+    return _split(node, indent, prefix, suffix)
+
+
+def _split(node: _Group, indent: int, prefix: str, suffix: str) -> list[str]:
+    """The lines of ``prefix + node + suffix`` with ``node``'s items on lines of their own."""
     inner = " " * INDENT
     concat = node.separator == " "
     if concat:
@@ -168,7 +175,10 @@ def _node(expr: ast.expr, source: str) -> _Node:
         for keyword in expr.keywords:
             name = f"{keyword.arg}=" if keyword.arg is not None else "**"
             items.append(_Prefixed(name, _node(keyword.value, source)))
-        return _Group(f"{func}(", tuple(items), ")")
+        called = _node(expr.func, source) if isinstance(expr.func, ast.Subscript) else None
+        return _Group(
+            f"{func}(", tuple(items), ")", subscript=called if isinstance(called, _Group) else None
+        )
     if isinstance(expr, ast.Subscript):
         value = ast.get_source_segment(source, expr.value)
         inner = expr.slice
@@ -197,12 +207,29 @@ def _literal_spans(text: str) -> list[str]:
 
 def _value_lines(value: _Node, indent: int, prefix: str) -> list[str]:
     """``prefix + value`` split, as the formatter splits the right-hand side of an assignment or a ``return``: in
-    its own brackets when their first line fits, else wrapped in parentheses of its own."""
+    its own brackets when their first line fits; else, for a call of a subscript (``X[T](...)``), at the
+    subscript's brackets when that first line fits; else wrapped in parentheses of its own when ``prefix (``
+    fits; else at the subscript's brackets, or in its own brackets."""
     lines = _layout(value, indent, prefix, "")
     if len(lines) == 1 or _fits(indent, lines[0]) or not isinstance(value, _Group):
         return lines
-    inner = _layout(value, indent + INDENT, "", "")
-    return [prefix + "(", *(" " * INDENT + line for line in inner), ")"]
+    subscript = _subscript_lines(value, indent, prefix)
+    if subscript is not None and _fits(indent, subscript[0]):
+        return subscript
+    if _fits(indent, prefix + "("):
+        inner = _layout(value, indent + INDENT, "", "")
+        return [prefix + "(", *(" " * INDENT + line for line in inner), ")"]
+    return lines if subscript is None else subscript
+
+
+def _subscript_lines(call: _Group, indent: int, prefix: str) -> list[str] | None:
+    """``prefix + call`` split at the brackets of the subscript it calls (``X[`` / items / ``](...)``, the
+    arguments split in their own brackets), or ``None`` when ``call`` does not call a subscript."""
+    if call.subscript is None:
+        return None
+    head = _split(call.subscript, indent, prefix, "")
+    arguments = _layout(_Group(f"{call.subscript.close}(", call.items, ")"), indent, "", "")
+    return head[:-1] + arguments
 
 
 def _statement_lines(line: str, indent: int) -> list[str] | None:

@@ -119,6 +119,44 @@ def test_long_statements_split_like_the_formatter(line: str, expected: str) -> N
     assert reflow(line) == textwrap.dedent(expected)
 
 
+_CALLED = "_rt.NumericTensor[_np.float32]"
+_ARGUMENTS = '"Customer", "movie_ratings", "Movie Ratings", _rt.FLOAT, (3,)'
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("n" * 40, f"{'n' * 40} = {_CALLED}(\n    {_ARGUMENTS}\n)"),
+        # The call's first line does not fit, the subscript's does: split there.
+        ("n" * 60, f"{'n' * 60} = _rt.NumericTensor[\n    _np.float32\n]({_ARGUMENTS})"),
+        # Neither fits: in parentheses of its own.
+        ("n" * 70, f"{'n' * 70} = (\n    {_CALLED}(\n        {_ARGUMENTS}\n    )\n)"),
+        # Not even ``name = (`` fits: at the subscript.
+        ("n" * 85, f"{'n' * 85} = _rt.NumericTensor[\n    _np.float32\n]({_ARGUMENTS})"),
+    ],
+)
+def test_a_called_subscript_splits_like_the_formatter(name: str, expected: str) -> None:
+    assert reflow(f"{name} = {_CALLED}({_ARGUMENTS})") == expected
+
+
+def test_called_subscripts_of_any_length_need_no_formatter(tmp_path: Path) -> None:
+    """Long names before ``X[T](...)``, as long record and feature names give, short and long arguments."""
+    lines = [
+        f"{'n' * size} = _rt.NumericTensor[{subscript}]({arguments})"
+        for size in range(20, 100, 3)
+        for subscript in ("_np.float32", "_np.float32, _np.int64", "Mapping[str, " + "B" * 30 + "]")
+        for arguments in (_ARGUMENTS, _ARGUMENTS.replace("Ratings", "Ratings and more " * 2), '"C"')
+    ]
+    (tmp_path / "m.py").write_text(reflow("\n".join(lines) + "\n"), encoding="utf-8")
+    fmt = subprocess.run(
+        [tool("ruff"), "format", "--isolated", "--check", "--diff", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert fmt.returncode == 0, fmt.stdout[-4000:] + fmt.stderr[-2000:]
+
+
 def test_short_lines_comments_and_docstrings_stay_as_written() -> None:
     long_comment = "# " + "word " * 30
     docstring = '    """' + "word " * 30 + '"""'
