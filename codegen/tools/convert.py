@@ -45,6 +45,7 @@ from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression, CompressionArg
 from codegen.runtime.io.files import file_size, is_directory, open_input
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
+from codegen.runtime.io.urls import StorageOptions
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter, open_output
 from codegen.tools.dynamic import DynamicRecord, select_record
 from codegen.tools.progress import Progress
@@ -107,16 +108,19 @@ class Converter:
 
 
 def _inputs(
-    arguments: Sequence[str], converter: Converter, compression: CompressionArg
+    arguments: Sequence[str],
+    converter: Converter,
+    compression: CompressionArg,
+    storage_options: StorageOptions | None,
 ) -> tuple[list[str], bytes | None, CompressionArg]:
     """The TFRecord files named (a dataset directory: its shards, after checking its schema), the
     manifest of a dataset as JSON, and the compression to read the files with (a dataset's shards:
     its manifest's, as ``read_dataset`` reads them)."""
-    if len(arguments) == 1 and is_directory(arguments[0]):
-        manifest = load_manifest(arguments[0])
+    if len(arguments) == 1 and is_directory(arguments[0], storage_options=storage_options):
+        manifest = load_manifest(arguments[0], storage_options=storage_options)
         check_readable(manifest.schema, converter.info, source=arguments[0])
         return list(manifest.paths), manifest.to_text().encode("utf-8"), manifest.compression
-    return expand_inputs(arguments), None, compression
+    return expand_inputs(arguments, storage_options), None, compression
 
 
 def tfrecord_to_parquet(
@@ -128,16 +132,20 @@ def tfrecord_to_parquet(
     progress: TextIO | None = None,
     tfrecord_compression: CompressionArg = "auto",
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    storage_options: StorageOptions | None = None,
 ) -> Converted:
     """Convert TFRecord files (paths, globs, or one dataset directory) to the Parquet file ``output``.
 
     ``compression`` is the Parquet codec; ``tfrecord_compression`` that of the TFRecord files named
     (``"auto"``: detected per file from its first bytes; a dataset's shards have its manifest's).
-    ``max_record_bytes`` is the largest record read (see :class:`~codegen.tools.scan.Scanner`).
+    ``max_record_bytes`` is the largest record read (see :class:`~codegen.tools.scan.Scanner`);
+    ``storage_options`` go to the fsspec store of inputs and output named by URL.
     """
     pa = optional_module("pyarrow", "tfr-gen convert")
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
-    paths, manifest, tfrecord_compression = _inputs(inputs, converter, tfrecord_compression)
+    paths, manifest, tfrecord_compression = _inputs(
+        inputs, converter, tfrecord_compression, storage_options
+    )
     schema = arrow_schema(converter.arrow)
     if manifest is not None:
         schema = schema.with_metadata({**schema.metadata, MANIFEST: manifest})
@@ -150,8 +158,9 @@ def tfrecord_to_parquet(
         label="convert",
         compression=tfrecord_compression,
         max_record_bytes=max_record_bytes,
+        storage_options=storage_options,
     )
-    with open_output(output) as sink:
+    with open_output(output, storage_options=storage_options) as sink:
         # pyarrow writes a local temporary file through its own handle, an object through the
         # upload; leaving the block syncs and renames it or finishes the upload (or deletes it,
         # aborts it, after an error).
@@ -178,7 +187,7 @@ def tfrecord_to_parquet(
                     writer.write_table(pa.Table.from_batches(pending, schema))
         finally:
             writer.close()
-    return Converted(records, file_size(output))
+    return Converted(records, file_size(output, storage_options=storage_options))
 
 
 def _decode_each(converter: Converter, batch: Any) -> tuple[Any, ...]:
@@ -217,14 +226,16 @@ def parquet_to_tfrecord(
     *,
     batch_rows: int = 8192,
     progress: TextIO | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Converted:
-    """Convert Parquet files (paths or globs) to the TFRecord file ``output`` (``.gz``/``.zlib``: compressed)."""
+    """Convert Parquet files (paths or globs) to the TFRecord file ``output`` (``.gz``/``.zlib``: compressed);
+    ``storage_options`` go to the fsspec store of inputs and output named by URL."""
     records = 0
-    with TFRecordWriter(output, compression="auto") as writer:
-        for data in _parquet_records(converter, inputs, batch_rows, progress):
+    with TFRecordWriter(output, compression="auto", storage_options=storage_options) as writer:
+        for data in _parquet_records(converter, inputs, batch_rows, progress, storage_options):
             writer.write(data)
             records += 1
-    return Converted(records, file_size(output))
+    return Converted(records, file_size(output, storage_options=storage_options))
 
 
 def parquet_to_dataset(
@@ -239,38 +250,48 @@ def parquet_to_dataset(
     overwrite: bool = False,
     batch_rows: int = 8192,
     progress: TextIO | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Converted:
     """Convert Parquet files (paths or globs) to a dataset directory: shards and a manifest naming the schema,
     written by :func:`~codegen.runtime.data.shards.write_dataset` (``shards`` splits the records evenly, after
     collecting them; ``max_records_per_shard`` streams; with neither, one shard). The manifest's publication is
-    the one commit: a failed conversion leaves the directory's previous dataset as it was."""
+    the one commit: a failed conversion leaves the directory's previous dataset as it was. ``storage_options`` go
+    to the fsspec store of inputs and directory named by URL."""
     manifest = write_dataset(
         directory,
-        _parquet_records(converter, inputs, batch_rows, progress),
+        _parquet_records(converter, inputs, batch_rows, progress, storage_options),
         schema=converter.info,
         shards=shards,
         max_records_per_shard=max_records_per_shard,
         compression=compression,
         prefix=prefix,
         overwrite=overwrite,
+        storage_options=storage_options,
     )
     return Converted(manifest.record_count, sum(shard.size for shard in manifest.shards))
 
 
 def _parquet_records(
-    converter: Converter, inputs: Sequence[str], batch_rows: int, progress: TextIO | None
+    converter: Converter,
+    inputs: Sequence[str],
+    batch_rows: int,
+    progress: TextIO | None,
+    storage_options: StorageOptions | None,
 ) -> Iterator[bytes]:
     """The serialized records of Parquet files (paths or globs), after checking the schema in their metadata,
     read a batch of ``batch_rows`` rows at a time (with a progress bar on ``progress``)."""
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
-    paths = expand_inputs(inputs)
+    paths = expand_inputs(inputs, storage_options)
     with ExitStack() as opened:
-        sources = [opened.enter_context(open_input(path, buffered=True)) for path in paths]
+        sources = [
+            opened.enter_context(open_input(path, buffered=True, storage_options=storage_options))
+            for path in paths
+        ]
         files = [pq.ParquetFile(source) for source in sources]
         for path, file in zip(paths, files, strict=True):
             _parquet_schema_check(converter, file.schema_arrow.metadata, path)
         rows = sum(file.metadata.num_rows for file in files)
-        size = sum(file_size(path) for path in paths)
+        size = sum(file_size(path, storage_options=storage_options) for path in paths)
         bar = None if progress is None else Progress(progress, size, label="convert")
         names = [form.name for form in converter.arrow.forms]
         records = 0

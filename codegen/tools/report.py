@@ -52,6 +52,7 @@ from codegen.generator.ir import FeatureIR, RecordIR
 from codegen.generator.load import parse_schema
 from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
+from codegen.runtime.io.urls import StorageOptions
 from codegen.tools.anomalies import declared_keys
 from codegen.tools.drift import jensen_shannon, l_infinity
 from codegen.tools.dynamic import DynamicRecord, build_codec, select_record
@@ -110,6 +111,7 @@ def _thumbnails(
     paths: Sequence[str],
     compression: CompressionArg,
     max_record_bytes: int | None,
+    storage_options: StorageOptions | None,
 ) -> dict[str, list[str]]:
     """Up to :data:`THUMBNAILS` pictures of each image feature of ``record`` (not of its feature
     lists), from the first records where it decodes: the scan stops when every feature has its
@@ -123,6 +125,7 @@ def _thumbnails(
         limit=THUMBNAILS * 16,
         compression=compression,
         max_record_bytes=max_record_bytes,
+        storage_options=storage_options,
     ) as scanner:
         for item in scanner:
             try:
@@ -153,13 +156,15 @@ def collect_dataset(
     progress: TextIO | None = None,
     compression: CompressionArg = "auto",
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    storage_options: StorageOptions | None = None,
 ) -> Dataset:
     """Scan ``paths`` (corrupt stretches passed over and counted); with ``record``, check them
     against it as ``validate --strict`` does (a second pass, over every record). ``compression`` is
     that of every file (``"auto"``: detected per file from its first bytes). Image features
     (``record``'s, or without it those of the schema inferred from the records: JPEG and PNG images
     by their signature, the tutorials' raw images by their shape key) get thumbnails. A record
-    header declaring more than ``max_record_bytes`` is damage (skipped and counted)."""
+    header declaring more than ``max_record_bytes`` is damage (skipped and counted).
+    ``storage_options`` go to the fsspec store of files named by URL."""
     observation = Observation(detailed=True)
     stats = collect_stats(
         paths,
@@ -170,13 +175,16 @@ def collect_dataset(
         label=name,
         compression=compression,
         max_record_bytes=max_record_bytes,
+        storage_options=storage_options,
     )
     dataset = Dataset(name, stats, None if sample is None else (sample, seed))
     if stats.interrupted:
         return dataset
     described = _inferred(observation) if record is None else record.record
     if described is not None:
-        dataset.thumbnails = _thumbnails(described, paths, compression, max_record_bytes)
+        dataset.thumbnails = _thumbnails(
+            described, paths, compression, max_record_bytes, storage_options
+        )
     if record is not None:
 
         def found(problem: Problem) -> None:
@@ -191,6 +199,7 @@ def collect_dataset(
             strict=True,
             compression=compression,
             max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
     return dataset
 

@@ -21,7 +21,7 @@ from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.files import file_size, open_input
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import OnError, SkippedSpan
-from codegen.runtime.io.urls import filesystem, is_url, local_path
+from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path
 from codegen.runtime.io.urls import glob as glob_urls
 from codegen.tools.progress import Progress
 
@@ -33,20 +33,22 @@ per call as well as per record, and larger batches gain little more while their 
 sizes the accelerator's buffer pool keeps."""
 
 
-def expand_inputs(arguments: Sequence[str]) -> list[str]:
+def expand_inputs(
+    arguments: Sequence[str], storage_options: StorageOptions | None = None
+) -> list[str]:
     """The files named by ``arguments``: existing paths as given, others as glob patterns.
 
     Each argument is a local path or a URL of an fsspec store (see
-    :mod:`codegen.runtime.io.urls`; a ``file://`` URL is the local path it names), the store's
-    options coming from fsspec's configuration (``FSSPEC_<PROTOCOL>_<OPTION>`` environment
-    variables). ``**`` in a pattern recurses; each pattern's matches are sorted; a file named
-    twice is read once. :class:`TfrGenError` for a pattern that matches no file, or for a
-    directory.
+    :mod:`codegen.runtime.io.urls`; a ``file://`` URL is the local path it names), opened with
+    ``storage_options`` (without them, fsspec's configuration applies:
+    ``FSSPEC_<PROTOCOL>_<OPTION>`` environment variables). ``**`` in a pattern recurses; each
+    pattern's matches are sorted; a file named twice is read once. :class:`TfrGenError` for a
+    pattern that matches no file, or for a directory.
     """
     files: list[str] = []
     for argument in arguments:
         if is_url(argument):
-            matches = _url_matches(argument)
+            matches = _url_matches(argument, storage_options)
             if matches is None:
                 raise TfrGenError(
                     f"{argument}: is a directory; give TFRecord files or a pattern such as"
@@ -69,14 +71,14 @@ def expand_inputs(arguments: Sequence[str]) -> list[str]:
     return files
 
 
-def _url_matches(url: str) -> list[str] | None:
+def _url_matches(url: str, storage_options: StorageOptions | None) -> list[str] | None:
     """The files a URL names: itself if it is a file, its glob's matches if it has wildcards,
     ``None`` for a directory."""
-    fs, path = filesystem(url, None)
+    fs, path = filesystem(url, storage_options)
     if fs.isfile(path):
         return [url]
     if glob.has_magic(path):
-        return glob_urls(url)
+        return glob_urls(url, storage_options)
     return None if fs.isdir(path) else []
 
 
@@ -142,7 +144,8 @@ class Scanner:
     and ``file_records``: records per file started) describe what was read so far, also after an
     interruption (a batch counts once it is handed out).
 
-    ``compression`` is that of every file (``"auto"``: detected per file).
+    ``compression`` is that of every file (``"auto"``: detected per file); ``storage_options`` go
+    to the fsspec store of files named by URL.
 
     With a ``progress`` stream that is a terminal, a progress bar labelled ``label`` is drawn on it
     while records are read; leaving the scanner's ``with`` block erases it.
@@ -159,10 +162,12 @@ class Scanner:
         limit: int | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
         compression: CompressionArg = "auto",
+        storage_options: StorageOptions | None = None,
     ) -> None:
         self.paths = tuple(paths)
         self.compression: CompressionArg = compression
-        self.sizes = tuple(file_size(path) for path in self.paths)
+        self.storage_options = storage_options
+        self.sizes = tuple(file_size(path, storage_options=storage_options) for path in self.paths)
         self.total_bytes = sum(self.sizes)
         self.on_skip = on_skip
         self.on_error = on_error
@@ -211,7 +216,7 @@ class Scanner:
             self.files += 1
             self.file_records.append(0)
             with (
-                open_input(path, buffered=True) as file,
+                open_input(path, buffered=True, storage_options=self.storage_options) as file,
                 TFRecordReader(
                     file,
                     compression=self.compression,

@@ -18,6 +18,7 @@ from codegen.dtypes import Wire
 from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.skips import OnError, SkippedSpan
+from codegen.runtime.io.urls import StorageOptions
 from codegen.tools.observe import KeyObservation, Observation
 from codegen.tools.sampling import Sample
 from codegen.tools.scan import ScannedRecord, Scanner
@@ -57,6 +58,7 @@ def collect_stats(
     label: str = "stats",
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     compression: CompressionArg = "auto",
+    storage_options: StorageOptions | None = None,
 ) -> Stats:
     """The statistics of every record of ``paths``; Ctrl-C ends the scan early (``interrupted``).
 
@@ -66,6 +68,7 @@ def collect_stats(
     erased first). Records whose bytes do not parse are listed in ``malformed`` either way.
     ``observation`` (a new one by default) counts the records; with ``sample``, only the records
     it picks are counted (``records`` and ``record_bytes``; ``file_records`` counts all read).
+    ``storage_options`` go to the fsspec store of files named by URL.
     """
 
     def skipped(span: SkippedSpan, index: int) -> None:
@@ -81,6 +84,7 @@ def collect_stats(
         label=label,
         max_record_bytes=max_record_bytes,
         compression=compression,
+        storage_options=storage_options,
     )
     stats = Stats(scanner.paths, scanner.sizes)
     if observation is not None:

@@ -23,6 +23,7 @@ from codegen.runtime.codec.wire import decode_bytes_list, decode_float_list, dec
 from codegen.runtime.io.compression import CompressionArg
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.skips import SkippedSpan
+from codegen.runtime.io.urls import StorageOptions
 from codegen.tools.anomalies import (
     Anomaly,
     KeyProfile,
@@ -558,6 +559,7 @@ def validate_files(
     strict: bool = False,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     compression: CompressionArg = "auto",
+    storage_options: StorageOptions | None = None,
 ) -> Validation:
     """Check every record of ``paths`` against ``record``, handing each problem to ``on_problem``
     in file order, and return the counts, the keys the record does not read and, with
@@ -567,7 +569,7 @@ def validate_files(
     Corrupt and truncated stretches are passed over and reported as problems. The scan stops after
     ``max_errors`` problems, and on Ctrl-C (``KeyboardInterrupt``), returning what was checked so
     far with ``stopped`` or ``interrupted`` set. ``progress`` is where a progress bar is drawn when
-    it is a terminal.
+    it is a terminal. ``storage_options`` go to the fsspec store of files named by URL.
     """
     result = Validation()
 
@@ -583,6 +585,7 @@ def validate_files(
         on_skip=lambda span, index: report(span_problem(span, index)),
         progress=progress,
         compression=compression,
+        storage_options=storage_options,
         label="validate",
         max_record_bytes=max_record_bytes,
     )

@@ -24,8 +24,10 @@ from codegen.cli.commands.messages import Messages
 from codegen.cli.commands.options import (
     add_compression,
     add_max_record_bytes,
+    add_storage_options,
     compression,
     positive,
+    storage_options,
 )
 from codegen.errors import DataError, RecordError
 from codegen.runtime.io.framing import FRAMING
@@ -50,6 +52,7 @@ NAME = "cat"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
     add_compression(parser)
+    add_storage_options(parser)
     parser.add_argument(
         "files",
         nargs="+",
@@ -203,7 +206,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         say.error(f"--skip must not be negative, got {args.skip}")
         return EXIT_ERROR
     record: DynamicRecord | None = load_record(args.schema, args.record) if args.schema else None
-    paths = expand_inputs(args.files)
+    options = storage_options(args)
+    paths = expand_inputs(args.files, options)
     as_json = args.format == "json" or (args.format is None and not out.isatty())
     printer = _Printer(record, as_json, len(paths) > 1, args.full)
     skipped = SkipCounts()
@@ -219,6 +223,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         on_error=args.on_error,
         max_record_bytes=args.max_record_bytes,
         compression=compression(args),
+        storage_options=options,
     )
     for batch in _window(scanner.batches(), args.skip, args.count):
         text = printer.batch(batch)

@@ -7,6 +7,7 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages, plural
+from codegen.cli.commands.options import add_storage_options, storage_options
 from codegen.errors import TfrGenError
 from codegen.runtime.data.cleanup import find_leftovers, remove_leftovers
 
@@ -20,15 +21,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="remove what is listed (by default it is only listed)",
     )
+    add_storage_options(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     say = Messages(NAME, err)
     failed = 0
     total = 0
+    options = storage_options(args)
+    clean = remove_leftovers if args.remove else find_leftovers
     for directory in args.directories:
         try:
-            found = remove_leftovers(directory) if args.remove else find_leftovers(directory)
+            found = clean(directory, storage_options=options)
         except (TfrGenError, OSError) as exc:
             say.error(f"{directory}: {getattr(exc, 'strerror', None) or exc}")
             failed += 1

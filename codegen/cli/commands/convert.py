@@ -17,7 +17,13 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_compression, add_max_record_bytes, compression
+from codegen.cli.commands.options import (
+    add_compression,
+    add_max_record_bytes,
+    add_storage_options,
+    compression,
+    storage_options,
+)
 from codegen.errors import MissingExtraError
 from codegen.runtime.io.compression import Compression
 from codegen.tools.convert import (
@@ -90,6 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the Parquet codec (default: snappy)",
     )
     add_max_record_bytes(parser)
+    add_storage_options(parser)
 
 
 def _direction(args: argparse.Namespace) -> str | None:
@@ -136,6 +143,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "Parquet is written to one .parquet file"
         )
         return EXIT_ERROR
+    options = storage_options(args)
     try:
         converter = Converter(args.schema, args.record)
         if direction == "parquet":
@@ -147,6 +155,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 progress=err,
                 tfrecord_compression=compression(args),
                 max_record_bytes=args.max_record_bytes,
+                storage_options=options,
             )
         elif dataset:
             shard_compression: Compression = {"gzip": "gzip", "zlib": "zlib", "none": None}[
@@ -162,9 +171,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 prefix=args.prefix,
                 overwrite=args.overwrite,
                 progress=err,
+                storage_options=options,
             )
         else:
-            done = parquet_to_tfrecord(converter, args.inputs, args.output, progress=err)
+            done = parquet_to_tfrecord(
+                converter, args.inputs, args.output, progress=err, storage_options=options
+            )
     except MissingExtraError as exc:
         say.error(str(exc))
         return EXIT_ERROR

@@ -11,8 +11,10 @@ from codegen.cli.commands.messages import Messages, plural
 from codegen.cli.commands.options import (
     add_compression,
     add_max_record_bytes,
+    add_storage_options,
     compression,
     positive,
+    storage_options,
 )
 from codegen.files import check_output, write_atomic
 from codegen.generator import naming
@@ -31,6 +33,7 @@ STDOUT_SCHEMA = "inferred.yaml"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
     add_compression(parser)
+    add_storage_options(parser)
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
     )
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR
     if args.out:
         check_output(schema_path)  # before the scan, which may take long
-    paths = expand_inputs(args.files)
+    options = storage_options(args)
+    paths = expand_inputs(args.files, options)
     name = args.name or record_name_for(paths[0])
     problem = naming.record_name_problem(name)
     if problem is not None:
@@ -76,6 +80,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         limit=args.limit,
         max_record_bytes=args.max_record_bytes,
         compression=compression(args),
+        storage_options=options,
     )
     say.before = scanner.clear_progress
     try:

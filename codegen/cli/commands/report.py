@@ -16,7 +16,13 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_compression, add_max_record_bytes, compression
+from codegen.cli.commands.options import (
+    add_compression,
+    add_max_record_bytes,
+    add_storage_options,
+    compression,
+    storage_options,
+)
 from codegen.files import write_atomic
 from codegen.tools.dynamic import load_record
 from codegen.tools.report import collect_dataset, drifted, report_json
@@ -85,6 +91,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--seed", type=int, default=0, help="the seed of --sample's choice (default: 0)"
     )
     add_max_record_bytes(parser)
+    add_storage_options(parser)
 
 
 def _text(document: dict[str, Json]) -> list[str]:
@@ -118,9 +125,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         say.error("--record needs --schema")
         return EXIT_ERROR
     record = None if args.schema is None else load_record(args.schema, args.record)
-    groups = [("data", expand_inputs(args.files))]
+    options = storage_options(args)
+    groups = [("data", expand_inputs(args.files, options))]
     if args.compare:
-        groups.append(("compare", expand_inputs(args.compare)))
+        groups.append(("compare", expand_inputs(args.compare, options)))
     datasets = []
     for name, paths in groups:
         dataset = collect_dataset(
@@ -132,6 +140,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=err,
             compression=compression(args),
             max_record_bytes=args.max_record_bytes,
+            storage_options=options,
         )
         datasets.append(dataset)
         if dataset.stats.interrupted:

@@ -12,7 +12,13 @@ from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_INTERRUPTED, EXIT_OK
 from codegen.cli.commands.messages import Messages
-from codegen.cli.commands.options import add_compression, add_max_record_bytes, compression
+from codegen.cli.commands.options import (
+    add_compression,
+    add_max_record_bytes,
+    add_storage_options,
+    compression,
+    storage_options,
+)
 from codegen.runtime.io.skips import SkipCounts, SkippedSpan
 from codegen.tools.scan import expand_inputs
 from codegen.tools.statistics import collect_stats, stats_json, stats_text
@@ -24,6 +30,7 @@ NAME = "stats"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
     add_compression(parser)
+    add_storage_options(parser)
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
     )
@@ -49,13 +56,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def report_span(span: SkippedSpan, index: int) -> None:
         say.warning(span_problem(span, index).text())
 
+    options = storage_options(args)
     stats = collect_stats(
-        expand_inputs(args.files),
+        expand_inputs(args.files, options),
         progress=err,
         on_error=args.on_error,
         compression=compression(args),
         on_skip=report_span if args.on_error == "skip" else None,
         max_record_bytes=args.max_record_bytes,
+        storage_options=options,
     )
     if args.format == "json":
         print(json.dumps(stats_json(stats), indent=2, ensure_ascii=False), file=out)

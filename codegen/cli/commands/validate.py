@@ -18,8 +18,10 @@ from codegen.cli.commands.messages import Messages
 from codegen.cli.commands.options import (
     add_compression,
     add_max_record_bytes,
+    add_storage_options,
     compression,
     positive,
+    storage_options,
 )
 from codegen.tools.dynamic import load_record
 from codegen.tools.scan import expand_inputs
@@ -32,6 +34,7 @@ NAME = "validate"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_max_record_bytes(parser)
     add_compression(parser)
+    add_storage_options(parser)
     parser.add_argument("schema", metavar="SCHEMA", help="the schema file")
     parser.add_argument(
         "files", nargs="+", metavar="FILE_OR_GLOB", help="TFRecord files or glob patterns"
@@ -59,7 +62,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     say = Messages(NAME, err)
     record = load_record(args.schema, args.record)
-    paths = expand_inputs(args.files)
+    options = storage_options(args)
+    paths = expand_inputs(args.files, options)
     found: list[Json] = []
 
     def on_problem(problem: Problem) -> None:
@@ -77,6 +81,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         strict=args.strict,
         max_record_bytes=args.max_record_bytes,
         compression=compression(args),
+        storage_options=options,
     )
     if args.format == "json":
         document: dict[str, Json] = {

@@ -19,6 +19,7 @@ from codegen.runtime.data.manifest import (
 )
 from codegen.runtime.data.store import FsspecStore, Store, WriterBusyError, open_store
 from codegen.runtime.io.files import PathLike
+from codegen.runtime.io.urls import StorageOptions
 
 __all__ = ["Leftover", "find_leftovers", "remove_leftovers"]
 
@@ -75,9 +76,12 @@ def _manifest(store: Store, prefix: str) -> Manifest:
     return load_manifest(store.directory, prefix, storage_options=options)
 
 
-def find_leftovers(directory: PathLike) -> list[Leftover]:
-    """What killed writers left in ``directory``, sorted by name."""
-    store = open_store(directory)
+def find_leftovers(
+    directory: PathLike, *, storage_options: StorageOptions | None = None
+) -> list[Leftover]:
+    """What killed writers left in ``directory`` (a path, or a URL opened with
+    ``storage_options``), sorted by name."""
+    store = open_store(directory, storage_options)
     names = store.names()
     found = {
         item.name: item for p in _prefixes(names) for item in _dataset_leftovers(store, p, names)
@@ -87,10 +91,12 @@ def find_leftovers(directory: PathLike) -> list[Leftover]:
     return sorted(found.values(), key=lambda item: item.name)
 
 
-def remove_leftovers(directory: PathLike) -> list[Leftover]:
+def remove_leftovers(
+    directory: PathLike, *, storage_options: StorageOptions | None = None
+) -> list[Leftover]:
     """Removes what :func:`find_leftovers` lists, each dataset's under its lock (a dataset whose
     writer started meanwhile is left alone); returns what was removed, sorted by name."""
-    store = open_store(directory)
+    store = open_store(directory, storage_options)
     removed: dict[str, Leftover] = {}
     names = store.names()
     for prefix in _prefixes(names):

@@ -136,6 +136,37 @@ def test_the_cli_reads_a_bucket_configured_by_the_environment(store: Any, tmp_pa
     assert f"{url}/nothing-*" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def test_the_cli_reaches_a_bucket_through_storage_options(store: Any, tmp_path: Path) -> None:
+    options = dict(store.storage_options)
+    if store.protocol == "s3":  # the endpoint as botocore's client takes it: a JSON object
+        options["client_kwargs"] = {"endpoint_url": options.pop("endpoint_url")}
+    items = [
+        f"--storage-option={key}={value if isinstance(value, str) else json.dumps(value)}"
+        for key, value in options.items()
+    ]
+    env = {key: value for key, value in store.environment.items() if "FSSPEC" not in key}
+    schema = str(SCHEMAS / "mnist.yaml")
+    url = f"{store.new_bucket()}/digits"
+    Digit.write_tfrecord(tmp_path / "digits.tfrecord", digits(9))
+    local = tmp_path / "digits.parquet"
+    done = tfr_gen("convert", schema, "digits.tfrecord", str(local), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    done = tfr_gen(
+        "convert", schema, str(local), f"{url}/", "--shards", "3", *items, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    read = Digit.read_dataset(url, storage_options=store.storage_options)
+    assert [d.label for d in read] == list(range(9))
+    done = tfr_gen("validate", schema, f"{url}/*.tfrecord*", *items, cwd=tmp_path, env=env)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout == "tfr-gen validate: Digit: 9 records in 3 files: no problems\n"
+    done = tfr_gen("cat", f"{url}/*.tfrecord*", "--schema", schema, *items, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["value"]["label"] for line in done.stdout.splitlines()] == list(
+        range(9)
+    )
+
+
 def test_an_upload_that_fails_midway_leaves_no_object_and_no_pending_upload(
     s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
