@@ -39,7 +39,7 @@ from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.info import FeatureSpec
 from codegen.runtime.codec.plan import ExampleDecoder, example_decoder
 from codegen.runtime.codec.sequences import SequenceCodec
-from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, record_dataset
+from codegen.runtime.data.dataset import Dataset, DatasetOptions, Files, Streams, record_dataset
 from codegen.runtime.data.frames import scan_polars
 from codegen.runtime.data.manifest import Manifest, load_manifest
 from codegen.runtime.data.random_access import RandomAccess
@@ -471,13 +471,13 @@ class Record(Generic[B, P]):
     @classmethod
     def indexed(
         cls,
-        path: PathLike,
+        path: PathLike | BinaryIO,
         *,
         index: PathLike | None = None,
         storage_options: StorageOptions | None = None,
     ) -> IndexedRecords[Self]:
-        """Random access to an uncompressed TFRecord file (a path or URL): ``len()`` and ``records[i]``, by its
-        index (``tfr-gen index``), or by a scan when it has none."""
+        """Random access to an uncompressed TFRecord file (a path, a URL or a seekable binary file object):
+        ``len()`` and ``records[i]``, by its index (``tfr-gen index``), or by a scan when it has none."""
         return IndexedRecords(path, cls.decode, index=index, storage_options=storage_options)
 
     @classmethod
@@ -509,7 +509,7 @@ class Record(Generic[B, P]):
     @classmethod
     def dataset(
         cls,
-        files: Files,
+        files: Files | Streams,
         *,
         batch_size: int,
         drop_remainder: bool = False,
@@ -519,20 +519,20 @@ class Record(Generic[B, P]):
     @overload
     @classmethod
     def dataset(
-        cls, files: Files, *, batch_size: None, **options: Unpack[DatasetOptions]
+        cls, files: Files | Streams, *, batch_size: None, **options: Unpack[DatasetOptions]
     ) -> Dataset[Self]: ...
 
     @classmethod
     def dataset(
         cls,
-        files: Files,
+        files: Files | Streams,
         *,
         batch_size: int | None,
         drop_remainder: bool = False,
         **options: Unpack[DatasetOptions],
     ) -> Dataset[B] | Dataset[Self]:
-        """Read many TFRecord files (paths, URLs or globs; ``storage_options`` for URLs) as batches (or records with
-        ``batch_size=None``):
+        """Read many TFRecord files (paths, URLs or globs; ``storage_options`` for URLs; or seekable binary file
+        objects) as batches (or records with ``batch_size=None``):
         interleaved, shuffled with a seed, and sharded across DataLoader workers and ranks so each record is read
         once per epoch. With ``split="train"``, ``files`` are prepared TensorFlow Datasets directories and the
         split's shards are read (record counts from their ``dataset_info.json``)."""

@@ -174,6 +174,10 @@ REVEALED = {
     "Customer.dataset('y',num_threads=2, batch_size=8)": "codegen.runtime.data.dataset.Dataset[customer.CustomerBatch]",
     "Customer.indexed('x')": "codegen.runtime.io.indexed.IndexedRecords[customer.Customer]",
     "Customer.indexed('x')[0]": "customer.Customer",
+    # readers take open binary file objects
+    "Customer.indexed(open('x', 'rb'))[0]": "customer.Customer",
+    "Customer.dataset(open('x', 'rb'), batch_size=8)": "codegen.runtime.data.dataset.Dataset[customer.CustomerBatch]",
+    "Customer.dataset([open('x', 'rb')], batch_size=None)": "codegen.runtime.data.dataset.Dataset[customer.Customer]",
     "Customer.random_access('x')": "codegen.runtime.data.random_access.RandomAccess[customer.Customer]",
     "Customer.random_access('x')[0]": "customer.Customer",
     "Customer.dataset('d', batch_size=8, equal_batches='pad').state_dict()": "dict[str, Any]",

@@ -10,7 +10,11 @@ record of its part of the data once per epoch:
   manifest's writer schema is checked against the reader's record as ``read_dataset`` checks it
   (``check_schema=False`` skips the check). With ``split="train"``, ``files`` are prepared TFDS
   dataset directories and the split's shards are read, counts from ``dataset_info.json`` (see
-  :mod:`codegen.runtime.data.tfds`).
+  :mod:`codegen.runtime.data.tfds`). ``files`` may instead be open binary file objects (one, or a
+  sequence of them), read in the order given, each from the position it had when given, again for
+  every epoch: they must be able to seek (``TypeError`` otherwise, and for a text-mode file). They
+  stay open, one iteration reads them at a time, and DataLoader workers cannot share them (an
+  iteration in a worker raises :class:`~codegen.errors.TfrGenError`: give paths or URLs).
 * **Interleave**: ``interleave`` files are open at once and take turns, one record each; when one
   ends the next file takes its turn (``tf.data``'s ``interleave(cycle_length=...)``).
 * **Shuffle**: ``shuffle_buffer > 0`` shuffles the order of the files of every epoch and passes the
@@ -102,7 +106,16 @@ from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.accel import speedups
 from codegen.runtime.data.position import EpochCounter, Position
 from codegen.runtime.data.schemainfo import SchemaInfo
-from codegen.runtime.data.sources import Files, SourceReader, count_records, find_sources
+from codegen.runtime.data.sources import (
+    Files,
+    SourceReader,
+    StreamFile,
+    Streams,
+    count_records,
+    find_sources,
+    given_streams,
+    stream_sources,
+)
 from codegen.runtime.data.tfds import splits_sources
 from codegen.runtime.extras import optional_module
 from codegen.runtime.io.compression import Compression
@@ -135,6 +148,7 @@ __all__ = [
     "EqualBatches",
     "Files",
     "Shard",
+    "Streams",
     "record_dataset",
 ]
 
@@ -236,7 +250,7 @@ class Dataset(Generic[T]):
 
     def __init__(
         self,
-        files: Files,
+        files: Files | Streams,
         decode: Callable[[bytes], Any],
         decode_batch: Callable[[Sequence[bytes]], Any] | None,
         *,
@@ -286,20 +300,31 @@ class Dataset(Generic[T]):
         self.max_record_bytes = check_max_record_bytes(max_record_bytes)
         """The largest record read (``None``: no limit): a record header that declares more is
         damage, found before its data is read (see :class:`~codegen.runtime.io.reader.TFRecordReader`)."""
-        if split is None:
+        streams = given_streams(files)
+        self._streams: tuple[StreamFile, ...] | None = None
+        if streams is not None:
+            if split is not None:
+                raise TfrGenError(
+                    "Dataset: a TFDS split is read from its directories, not file objects"
+                )
+            self._sources, self._streams = stream_sources(streams, compression)
+        elif split is None:
             self._sources = find_sources(
-                files,
+                cast("Files", files),
                 compression,
                 schema,
                 check_schema=check_schema,
                 storage_options=storage_options,
             )
         else:
-            self._sources = splits_sources(files, split)
+            self._sources = splits_sources(cast("Files", files), split)
         if count:
             self._sources = tuple(
-                dataclasses.replace(s, records=count_records(s, storage_options, max_record_bytes))
-                for s in self._sources
+                dataclasses.replace(
+                    s,
+                    records=count_records(s, storage_options, max_record_bytes, self._stream(i)),
+                )
+                for i, s in enumerate(self._sources)
             )
         self.files = tuple(source.path for source in self._sources)
         self._compressions = tuple(source.compression for source in self._sources)
@@ -336,6 +361,10 @@ class Dataset(Generic[T]):
         self._sizes: tuple[int, ...] | None = None
         self._arrow_schema = arrow_schema
 
+    def _stream(self, file: int) -> StreamFile | None:
+        """The caller's file object that file ``file`` is, if the dataset reads file objects."""
+        return None if self._streams is None else self._streams[file]
+
     @property
     def skipped(self) -> SkipCounts:
         """What iterations in this process skipped so far (``on_error="skip"``)."""
@@ -344,7 +373,7 @@ class Dataset(Generic[T]):
     @classmethod
     def of_batches(
         cls,
-        files: Files,
+        files: Files | Streams,
         decode_batch: Callable[[Sequence[bytes]], B],
         decode: Callable[[bytes], object],
         *,
@@ -365,7 +394,10 @@ class Dataset(Generic[T]):
 
     @classmethod
     def of_records(
-        cls, files: Files, decode: Callable[[bytes], T], **options: Unpack[DatasetOptions]
+        cls,
+        files: Files | Streams,
+        decode: Callable[[bytes], T],
+        **options: Unpack[DatasetOptions],
     ) -> Dataset[T]:
         """Records one by one, each decoded by ``decode``."""
         return Dataset(files, decode, None, batch_size=None, **options)
@@ -460,7 +492,10 @@ class Dataset(Generic[T]):
     def _identity(self) -> dict[str, Any]:
         """What a state must agree with to be loaded: the data and the order's options."""
         if self._sizes is None:
-            self._sizes = tuple(_size(path, self._storage) for path in self.files)
+            self._sizes = tuple(
+                _size(path, self._storage) if stream is None else stream.size()
+                for path, stream in ((path, self._stream(i)) for i, path in enumerate(self.files))
+            )
         return {
             "files": [
                 [os.path.basename(p), n] for p, n in zip(self.files, self._sizes, strict=True)
@@ -545,7 +580,9 @@ class Dataset(Generic[T]):
         elif resume.stop is not None:
             self._counter.set(resume.stop, slot)
         quota = self._quota(shard)
-        offsets = _Offsets(self.files, self._compressions, self._storage, self.max_record_bytes)
+        offsets = _Offsets(
+            self.files, self._compressions, self._storage, self.max_record_bytes, self._streams
+        )
         stop = -1 if resume.stop is None else resume.stop
         epoch, skip = resume.epoch, resume.consumed
         try:
@@ -752,9 +789,9 @@ class Dataset(Generic[T]):
             ahead.close()
 
     def _read_ahead(self, file: int) -> Callable[[], BinaryIO] | None:
-        """How a read-ahead opens file ``file``: ``None`` for a local file."""
+        """How a read-ahead opens file ``file``: ``None`` for a local file or a file object."""
         path = self.files[file]
-        if not is_url(path):
+        if self._streams is not None or not is_url(path):
             return None
         return functools.partial(open_url, path, self._storage, cache_type="none")
 
@@ -825,6 +862,12 @@ class Dataset(Generic[T]):
         """
         source = self._sources[file]
         path, listed = source.path, source.size
+        stream = self._stream(file)
+        if stream is not None and _worker_info() is not None:
+            raise TfrGenError(
+                "Dataset: DataLoader workers cannot share the file objects it reads (each process"
+                " needs files of its own): give paths or URLs, or num_workers=0"
+            )
         owner = not self._quiet and (shared is None or file % shared.count == shared.index)
         size = None if listed is None else _size(path, self._storage)
         if size != listed:
@@ -838,6 +881,8 @@ class Dataset(Generic[T]):
                 self._report(SkippedSpan(path, 0, size or 0, changed))
             return None
         fetched = cast("BinaryIO | None", ahead.take(file))
+        if stream is not None:
+            fetched = stream.rewound()
         if self.on_error == "raise":
 
             def refused(reason: str) -> None:
@@ -891,8 +936,10 @@ class _Offsets:
         compressions: tuple[Compression, ...],
         storage_options: StorageOptions | None,
         max_record_bytes: int | None,
+        streams: tuple[StreamFile, ...] | None,
     ) -> None:
         self._files = files
+        self._streams = streams
         self._compressions = compressions
         self._storage = storage_options
         self._max_record_bytes = max_record_bytes
@@ -904,8 +951,10 @@ class _Offsets:
         if table is None:
             table = array("q")
             path, compression = self._files[file], self._compressions[file]
+            stream = None if self._streams is None else self._streams[file]
+            position = None if stream is None else stream.stream.tell()  # a reader's, kept
             with TFRecordReader(
-                path,
+                path if stream is None else stream.rewound(),
                 compression=compression,
                 on_error="skip",
                 storage_options=self._storage,
@@ -913,6 +962,8 @@ class _Offsets:
             ) as reader:
                 for data in reader:
                     table.append(reader.offset - len(data) - FRAMING)
+            if stream is not None and position is not None:
+                stream.stream.seek(position)
             self._tables[file] = table
         return table[index]
 
@@ -926,7 +977,7 @@ def _size(path: str, storage_options: StorageOptions | None) -> int:
 
 
 def record_dataset(
-    files: Files,
+    files: Files | Streams,
     decode: Callable[[bytes], Any],
     decode_batch: Callable[[Sequence[bytes]], ColumnBatch],
     *,

@@ -10,6 +10,10 @@ local paths or URLs (see :mod:`codegen.runtime.io.urls`; globs work on object st
   there are several, as ``read_dataset`` picks it);
 * a **manifest** file (``<prefix>.manifest.json``): the shards it lists.
 
+Instead of files, a dataset may read open binary file objects (:data:`Streams`: one, or a
+sequence of them, in the order given; see :func:`stream_sources`): each is read from the position
+it has when given, again for every epoch, so it must be able to seek.
+
 Each file becomes a :class:`Source`: its path, compression and, when known without reading it,
 its record count: from the manifest that lists it, or from a current index beside it
 (``tfr-gen index``); a manifest's shard also has its byte size and crc32c, which
@@ -32,15 +36,32 @@ from codegen.errors import TfrGenError
 from codegen.runtime.data.manifest import MANIFEST_SUFFIX, default_prefix, load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.data.store import ChecksummedInput, open_store
-from codegen.runtime.io.compression import Compression, file_compression
-from codegen.runtime.io.files import open_input
+from codegen.runtime.io.compression import (
+    HEAD_SIZE,
+    Compression,
+    CompressionArg,
+    check_declared,
+    file_compression,
+)
+from codegen.runtime.io.files import binary_stream, open_input, read_head, stream_name
 from codegen.runtime.io.indexed import INDEX_SUFFIX, read_index
 from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES, TFRecordReader
 from codegen.runtime.io.skips import OnError, OnSkip
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path
 from codegen.runtime.io.urls import glob as glob_url
 
-__all__ = ["TFDS_INFO", "Files", "Source", "SourceReader", "count_records", "find_sources"]
+__all__ = [
+    "TFDS_INFO",
+    "Files",
+    "Source",
+    "SourceReader",
+    "StreamFile",
+    "Streams",
+    "count_records",
+    "find_sources",
+    "given_streams",
+    "stream_sources",
+]
 
 TFDS_INFO = "dataset_info.json"
 """The file of a prepared TFDS dataset that lists its splits and shards (see
@@ -48,6 +69,9 @@ TFDS_INFO = "dataset_info.json"
 
 Files = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """What a dataset reads: paths, glob patterns, dataset directories or manifests, or a sequence of them."""
+
+Streams = BinaryIO | Sequence[BinaryIO]
+"""What a dataset reads instead of files: an open binary file object, or a sequence of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +102,14 @@ def find_sources(
     first bytes); a manifest's shards have the manifest's. ``schema`` is the reader's; ``None`` checks no schema.
     URLs are reached with ``storage_options``.
     """
+    if callable(getattr(files, "read", None)):
+        raise _not_a_path(files)
     patterns = [files] if isinstance(files, str | os.PathLike) else list(files)
     if not patterns:
         raise TfrGenError("Dataset: no files given")
+    for pattern in patterns:
+        if not isinstance(pattern, str | os.PathLike):
+            raise _not_a_path(pattern)
     found: dict[str, Source] = {}
     for pattern in patterns:
         if is_url(pattern):
@@ -124,6 +153,13 @@ def find_sources(
                 mode = file_compression(path, compression)
                 found[path] = Source(path, mode, _indexed_count(path, mode))
     return tuple(found[path] for path in sorted(found))
+
+
+def _not_a_path(value: object) -> TypeError:
+    return TypeError(
+        f"expected paths, URLs or glob patterns, got {type(value).__name__}"
+        " (file objects are read by Record.dataset and the readers of one file)"
+    )
 
 
 def _url_sources(
@@ -199,18 +235,80 @@ def _indexed_count(path: str, compression: Compression) -> int | None:
     return len(info.offsets) if current else None
 
 
+def given_streams(files: Files | Streams) -> list[BinaryIO] | None:
+    """The file objects ``files`` gives (one, or a sequence of them), or ``None`` when it names
+    files; ``TypeError`` for a sequence that mixes file objects with paths."""
+    if isinstance(files, str | os.PathLike):
+        return None
+    if callable(getattr(files, "read", None)):
+        return [cast("BinaryIO", files)]
+    items = list(cast("Sequence[object]", files))
+    streams = [item for item in items if not isinstance(item, str | os.PathLike)]
+    if not streams:
+        return None
+    if len(streams) != len(items):
+        raise TypeError("Dataset: give paths and URLs, or binary file objects, not a mix of both")
+    return cast("list[BinaryIO]", streams)
+
+
+class StreamFile:
+    """A caller's binary file object that a dataset reads from ``start``, the position it had when
+    given (:meth:`rewound` before each read), and whose name (:func:`stream_name`, or
+    ``<stream N>``) stands for it in errors. It is never closed here."""
+
+    __slots__ = ("stream", "start", "name")
+
+    def __init__(self, stream: BinaryIO, name: str) -> None:
+        self.stream = binary_stream(stream, "Dataset", seek_for="reading it for every epoch")
+        self.start = self.stream.tell()
+        self.name = name
+
+    def rewound(self) -> BinaryIO:
+        """The file object at its start."""
+        self.stream.seek(self.start)
+        return self.stream
+
+    def size(self) -> int:
+        """Its bytes from its start (its position is kept)."""
+        position = self.stream.tell()
+        end = self.stream.seek(0, os.SEEK_END)
+        self.stream.seek(position)
+        return end - self.start
+
+
+def stream_sources(
+    streams: Sequence[BinaryIO], compression: CompressionArg
+) -> tuple[tuple[Source, ...], tuple[StreamFile, ...]]:
+    """The sources of the file objects ``streams`` in the order given (``compression="auto"``:
+    detected from each one's first bytes; a declared one the data contradicts raises), and the
+    files to read them from. ``TypeError`` for a file that is in text mode or cannot seek."""
+    if not streams:
+        raise TfrGenError("Dataset: no files given")
+    files: list[StreamFile] = []
+    sources: list[Source] = []
+    for i, stream in enumerate(streams):
+        name = stream_name(stream)
+        file = StreamFile(stream, f"<stream {i}>" if name == "<stream>" else name)
+        mode = check_declared(compression, read_head(file.rewound(), HEAD_SIZE), file.name)
+        sources.append(Source(file.name, mode, None))
+        files.append(file)
+    return tuple(sources), tuple(files)
+
+
 def count_records(
     source: Source,
     storage_options: StorageOptions | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    stream: StreamFile | None = None,
 ) -> int:
-    """The readable records of ``source`` (its known count, else found by reading it once; a
-    record larger than ``max_record_bytes`` is not readable)."""
+    """The readable records of ``source`` (its known count, else found by reading it once, from
+    ``stream`` when it is a file object; a record larger than ``max_record_bytes`` is not
+    readable)."""
     if source.records is not None:
         return source.records
     count = 0
     with TFRecordReader(
-        source.path,
+        source.path if stream is None else stream.rewound(),
         compression=source.compression,
         on_error="skip",
         storage_options=storage_options,

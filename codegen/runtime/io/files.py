@@ -8,6 +8,7 @@ store (see :mod:`codegen.runtime.io.urls`). Files are written through
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -20,6 +21,7 @@ __all__ = [
     "SEQUENTIAL_BLOCK",
     "PathLike",
     "Replay",
+    "binary_stream",
     "file_size",
     "is_directory",
     "open_input",
@@ -102,6 +104,29 @@ def stream_name(stream: BinaryIO) -> str:
     """The name errors use for a caller's file object: its ``name`` if a path, else ``<stream>``."""
     name = getattr(stream, "name", None)
     return name if isinstance(name, str) else "<stream>"
+
+
+def binary_stream(source: object, who: str, *, seek_for: str | None = None) -> BinaryIO:
+    """``source``, a caller's file object, checked to be one that ``who`` can read bytes from:
+    ``TypeError`` for a text-mode file (naming it and asking for ``"rb"``), for an object that is
+    not a file, and, with ``seek_for`` (what needs it to seek), for a file that cannot seek."""
+    if isinstance(source, io.TextIOBase):
+        name = stream_name(source)  # type: ignore[arg-type]
+        raise TypeError(
+            f"{who}: {name} is a text-mode file; open it in binary mode (open(path, 'rb'),"
+            " fsspec.open(url, 'rb'))"
+        )
+    if not callable(getattr(source, "read", None)):
+        raise TypeError(
+            f"{who} expects a path, a URL or a binary file object, got {type(source).__name__}"
+        )
+    stream: BinaryIO = source  # type: ignore[assignment]
+    if seek_for and not (callable(getattr(stream, "seekable", None)) and stream.seekable()):
+        raise TypeError(
+            f"{who}: {stream_name(stream)} cannot seek; {seek_for} needs a seekable binary file"
+            " object (a local file, io.BytesIO, a file opened by fsspec)"
+        )
+    return stream
 
 
 def read_head(file: BinaryIO, size: int) -> bytes:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Generic, SupportsIndex, TypeVar, overload
+from typing import BinaryIO, Generic, SupportsIndex, TypeVar, overload
 
 import crc32c
 import numpy as np
@@ -41,8 +41,16 @@ from numpy.typing import NDArray
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.files import check_output
-from codegen.runtime.io.compression import file_compression
-from codegen.runtime.io.files import FileStat, PathLike, open_input, stat_file
+from codegen.runtime.io.compression import HEAD_SIZE, detect_compression, file_compression
+from codegen.runtime.io.files import (
+    FileStat,
+    PathLike,
+    binary_stream,
+    open_input,
+    read_head,
+    stat_file,
+    stream_name,
+)
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, masked_crc
 from codegen.runtime.io.reader import TFRecordReader
 from codegen.runtime.io.urls import StorageOptions, is_url, local_path
@@ -85,7 +93,10 @@ class IndexInfo:
 
 
 def _uncompressed(path: str, storage_options: StorageOptions | None) -> None:
-    compression = file_compression(path, storage_options=storage_options)
+    _refuse_compressed(file_compression(path, storage_options=storage_options), path)
+
+
+def _refuse_compressed(compression: str | None, path: str) -> None:
     if compression is not None:
         raise TfrGenError(
             f"{path}: a {compression}-compressed file cannot be indexed (its records can only be"
@@ -104,14 +115,20 @@ def scan_offsets(path: PathLike, *, storage_options: StorageOptions | None = Non
     name = os.fspath(path)
     _uncompressed(name, storage_options)
     before = stat_file(name, storage_options=storage_options)
-    offsets: list[int] = []
     with TFRecordReader(name, storage_options=storage_options) as reader:
-        for data in reader:
-            offsets.append(reader.offset - len(data) - FRAMING)
+        offsets = _record_offsets(reader)
     after = stat_file(name, storage_options=storage_options)
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise TfrGenError(f"{name}: the file changed while it was being indexed; try again")
-    return IndexInfo(np.array(offsets, dtype=np.uint64), before.st_size, before.st_mtime_ns)
+    return IndexInfo(offsets, before.st_size, before.st_mtime_ns)
+
+
+def _record_offsets(reader: TFRecordReader) -> NDArray[np.uint64]:
+    """The offset of the header of each record ``reader`` reads (from the start of its stream)."""
+    offsets: list[int] = []
+    for data in reader:
+        offsets.append(reader.offset - len(data) - FRAMING)
+    return np.array(offsets, dtype=np.uint64)
 
 
 def index_bytes(info: IndexInfo) -> bytes:
@@ -189,9 +206,12 @@ def _when(mtime_ns: int) -> str:
 class IndexedReader:
     """The records of an uncompressed TFRecord file by position: ``len(reader)``, ``reader[i]``.
 
-    ``index`` names the index file to use; it must be valid and current (else
-    :class:`TfrGenError`). Without it, ``path + ".index"`` is used when it is valid and current, and
-    otherwise the offsets are found by reading the file once (``index_path`` is then ``None``).
+    ``source`` is a path, a URL (read with ``storage_options``) or a seekable binary file object
+    (records read by ``seek`` and ``read``, at the offsets of the file from its first byte; the
+    caller's file is left open). ``index`` names the index file to use; it must be valid and
+    current (else :class:`TfrGenError`; for a file object: indexed at its size). Without it,
+    ``path + ".index"`` is used when it is valid and current, and otherwise (and always for a file
+    object) the offsets are found by reading the file once (``index_path`` is then ``None``).
     ``reader[i]`` takes negative indexes and raises ``IndexError`` outside ``-len <= i < len``;
     ``reader[i:j:k]`` is the list of those records, as slicing a list gives them; a
     record whose CRCs fail, or that the file no longer holds, raises
@@ -201,21 +221,22 @@ class IndexedReader:
 
     def __init__(
         self,
-        path: PathLike,
+        source: PathLike | BinaryIO,
         *,
         index: PathLike | None = None,
         storage_options: StorageOptions | None = None,
     ) -> None:
-        self.path = os.fspath(path)
         self._storage = storage_options
-        _uncompressed(self.path, storage_options)
-        self._file = open_input(self.path, buffered=True, storage_options=storage_options)
+        self._owns_file = isinstance(source, str | os.PathLike)
+        if isinstance(source, str | os.PathLike):
+            self.path = os.fspath(source)
+            _uncompressed(self.path, storage_options)
+            self._file = open_input(self.path, buffered=True, storage_options=storage_options)
+        else:
+            self._file = binary_stream(source, "IndexedReader", seek_for="random access")
+            self.path = stream_name(self._file)
         try:
-            stat: os.stat_result | FileStat = (
-                stat_file(self.path, storage_options=storage_options)
-                if is_url(self.path)
-                else os.fstat(self._file.fileno())
-            )
+            stat = self._stat()
             self.index_path: str | None
             if index is not None:
                 self.index_path = os.fspath(index)
@@ -230,16 +251,32 @@ class IndexedReader:
             else:
                 info = self._default_index(stat)
         except BaseException:
-            self._file.close()
+            self.close()
             raise
         self._offsets = info.offsets
         self._size = info.size
         self._lock = threading.Lock()
 
+    def _stat(self) -> os.stat_result | FileStat:
+        """The size and modification time of the file (a caller's file object: its size, after
+        checking that it is uncompressed; no modification time)."""
+        if not self._owns_file:
+            self._file.seek(0)
+            _refuse_compressed(detect_compression(read_head(self._file, HEAD_SIZE)), self.path)
+            return FileStat(self._file.seek(0, os.SEEK_END), 0)
+        if is_url(self.path):
+            return stat_file(self.path, storage_options=self._storage)
+        return os.fstat(self._file.fileno())
+
     def _default_index(self, stat: os.stat_result | FileStat) -> IndexInfo:
-        """``path.index`` when valid and current, else the offsets found by a scan."""
-        candidate = self.path + INDEX_SUFFIX
+        """``path.index`` when valid and current, else the offsets found by a scan (a caller's
+        file object: always a scan)."""
         self.index_path = None
+        if not self._owns_file:
+            self._file.seek(0)
+            with TFRecordReader(self._file, compression=None) as reader:
+                return IndexInfo(_record_offsets(reader), stat.st_size, 0)
+        candidate = self.path + INDEX_SUFFIX
         try:
             info = read_index(candidate, storage_options=self._storage)
         except (OSError, TfrGenError):
@@ -343,8 +380,9 @@ class IndexedReader:
             yield self[i]
 
     def close(self) -> None:
-        """Close the file."""
-        self._file.close()
+        """Close the file (a caller's file object is left open)."""
+        if self._owns_file:
+            self._file.close()
 
     def __enter__(self) -> IndexedReader:
         return self
@@ -361,7 +399,7 @@ class IndexedReader:
 class IndexedRecords(Generic[T]):
     """Decoded records of an uncompressed TFRecord file by position: ``len(records)``,
     ``records[i]`` (``decode(reader[i])``), ``records[i:j]`` (a list, as slicing a list gives it)
-    and iteration in file order.
+    and iteration in file order. ``source`` is a path, a URL or a seekable binary file object.
 
     A record that does not decode raises :class:`~codegen.errors.DataError` naming the file, index
     and offset. ``index`` is as for :class:`IndexedReader`.
@@ -369,13 +407,13 @@ class IndexedRecords(Generic[T]):
 
     def __init__(
         self,
-        path: PathLike,
+        source: PathLike | BinaryIO,
         decode: Callable[[bytes], T],
         *,
         index: PathLike | None = None,
         storage_options: StorageOptions | None = None,
     ) -> None:
-        self.reader = IndexedReader(path, index=index, storage_options=storage_options)
+        self.reader = IndexedReader(source, index=index, storage_options=storage_options)
         self._decode = decode
 
     def __len__(self) -> int:

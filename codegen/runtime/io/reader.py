@@ -26,7 +26,14 @@ from codegen.runtime.io.compression import (
     InflatingSource,
     check_declared,
 )
-from codegen.runtime.io.files import PathLike, Replay, open_input, read_head, stream_name
+from codegen.runtime.io.files import (
+    PathLike,
+    Replay,
+    binary_stream,
+    open_input,
+    read_head,
+    stream_name,
+)
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, Record, masked_crc
 from codegen.runtime.io.resync import Resync
 from codegen.runtime.io.skips import (
@@ -145,8 +152,8 @@ class TFRecordReader:
             self._file = open_input(self.path, storage_options=storage_options)
             self._owns_file = True
         else:
-            self.path = stream_name(source)
-            self._file = source
+            self._file = binary_stream(source, "TFRecordReader")
+            self.path = stream_name(self._file)
             self._owns_file = False
         try:
             head = read_head(self._file, HEAD_SIZE)
