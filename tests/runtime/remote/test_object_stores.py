@@ -1,6 +1,7 @@
 """Datasets in real object stores on 127.0.0.1 (moto's S3 server with s3fs, a GCS emulator with
 gcsfs): written with ``write_dataset``, read with ``read_dataset``, the ``Dataset`` (fetching the
-next shard ahead, with DataLoader workers) and the CLI; an upload that fails midway."""
+next shard ahead, with DataLoader workers) and the CLI (configured by the environment or by
+``--storage-option``); an upload that fails midway and a writer killed midway, on both stores."""
 
 from __future__ import annotations
 
@@ -232,6 +233,92 @@ def test_a_writer_killed_midway_leaves_no_shard_and_no_manifest_in_s3(s3: Any) -
         "digit.manifest.json"
     ]
     assert [d.label for d in Digit.read_dataset(url, storage_options=s3.storage_options)] == [
+        0,
+        1,
+        2,
+        3,
+    ]  # the previous dataset, untouched: no object of the killed write under a final name
+
+
+def test_a_gcs_upload_that_fails_midway_leaves_no_object_and_no_manifest(
+    gcs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gcsfs
+
+    url = f"{gcs.new_bucket()}/digits"
+    chunks: list[int] = []
+    discarded: list[str] = []
+    upload = gcsfs.core.GCSFile._upload_chunk
+
+    def failing(self: Any, final: bool = False) -> Any:
+        if self.buffer.getbuffer().nbytes >= gcsfs.core.GCS_MIN_BLOCK_SIZE:
+            chunks.append(1)
+            if len(chunks) == 3:
+                raise ConnectionResetError("the connection broke during the upload")
+        return upload(self, final)
+
+    def discarding(self: Any) -> None:
+        # The abort is recorded, not sent: the emulator answers the DELETE of a resumable upload
+        # with 501 (not implemented), which gcsfs retries for half a minute.
+        discarded.append(self.path)
+
+    monkeypatch.setattr(gcsfs.core.GCSFile, "_upload_chunk", failing)
+    monkeypatch.setattr(gcsfs.core.GCSFile, "discard", discarding)
+    options = {**gcs.storage_options, "block_size": 1 << 20}  # a resumable chunk per MiB
+    with pytest.raises(ConnectionResetError, match="broke during the upload"):
+        Digit.write_dataset(url, digits(4000), compression=None, storage_options=options)
+    assert len(chunks) == 3 and len(discarded) == 1 and ".tfrecord" in discarded[0]
+    gcs.fs.invalidate_cache()
+    assert gcs.fs.find(url[5:]) == []  # no shard, no manifest, no lock
+    with pytest.raises(TfrGenError, match="cannot list the dataset directory: it holds no objects"):
+        Digit.dataset_manifest(url, storage_options=gcs.storage_options)
+
+
+def test_a_writer_killed_midway_leaves_no_shard_and_no_manifest_in_gcs(gcs: Any) -> None:
+    url = f"{gcs.new_bucket()}/digits"
+    # shards=1: names known up front, no rename (the emulator lacks GCS's move, which gcsfs
+    # retries for half a minute before it copies)
+    Digit.write_dataset(url, digits(4), shards=1, storage_options=gcs.storage_options)
+    options = {**gcs.storage_options, "block_size": 1 << 20}  # chunks sent as it writes
+    script = textwrap.dedent(
+        f"""\
+        import os, signal, sys
+        import gcsfs
+        import numpy as np
+        sys.path.insert(0, {str(GENERATED)!r})
+        from mnist import Digit
+
+        upload = gcsfs.core.GCSFile._upload_chunk
+
+        def counted(self, final=False):
+            sent = upload(self, final)
+            print("chunk", flush=True)  # the parent counts the chunks sent before the kill
+            return sent
+
+        gcsfs.core.GCSFile._upload_chunk = counted
+
+        def records():
+            for i in range(20000):
+                if i == 3000:  # about 4 MB written: chunks uploaded, the upload not finalised
+                    os.kill(os.getpid(), signal.SIGKILL)
+                yield Digit(label=i, image=np.full(784, i % 256, dtype=np.int64))
+
+        Digit.write_dataset(
+            {url!r}, records(), compression=None, overwrite=True, storage_options={options!r}
+        )
+        """
+    )
+    done = subprocess.run(
+        [*PYTHON, "-c", script], check=False, timeout=300, capture_output=True, text=True
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert done.stdout.count("chunk") >= 2  # the shard's upload had started
+    gcs.fs.invalidate_cache()
+    names = sorted(path.rsplit("/", 1)[1] for path in gcs.fs.ls(url[5:]))
+    shards = [name for name in names if ".tfrecord" in name]
+    manifests = [name for name in names if name.endswith(".manifest.json")]
+    assert len(shards) == 1 and manifests == ["digit.manifest.json"]
+    assert [d.label for d in Digit.read_dataset(url, storage_options=gcs.storage_options)] == [
         0,
         1,
         2,
