@@ -6,6 +6,7 @@ next shard ahead, with DataLoader workers) and the CLI (configured by the enviro
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import textwrap
@@ -324,3 +325,40 @@ def test_a_writer_killed_midway_leaves_no_shard_and_no_manifest_in_gcs(gcs: Any)
         2,
         3,
     ]  # the previous dataset, untouched: no object of the killed write under a final name
+
+
+def test_the_readme_reads_a_bucket_in_three_lines(s3: Any, tmp_path: Path) -> None:
+    readme = (GENERATED.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Data in a bucket", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len([line for line in code.splitlines() if line.strip()]) == 3
+    customer = generated_module("customer")
+    bucket = s3.new_bucket()
+    records = [
+        customer.Customer(
+            age=i,
+            movie=[f"movie {i}"],
+            movie_ratings=[],
+            suggestion="s",
+            suggestion_purchased=0.0,
+            purchase_price=1.0,
+        )
+        for i in range(300)
+    ]
+    customer.Customer.write_dataset(
+        f"{bucket}/customers", records, shards=2, storage_options=s3.storage_options
+    )
+    program = code.replace("mypkg.records.customer", "customer").replace("s3://my-bucket", bucket)
+    script = (
+        f"import sys\nsys.path.insert(0, {str(GENERATED)!r})\nseen = []\ntrain = seen.append\n"
+        f"{program}\nprint([len(batch) for batch in seen])\n"
+    )
+    done = subprocess.run(
+        [*PYTHON, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, **s3.environment},  # the store configured as the README says
+    )
+    assert (done.returncode, done.stdout) == (0, "[256, 44]\n"), done.stderr
