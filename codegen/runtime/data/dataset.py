@@ -623,14 +623,17 @@ class Dataset(Generic[T]):
         else:
             yield from self._batches(tape, decode_batch, offsets)
 
-    def to_torch(self) -> IterableDataset[dict[str, Any]]:
-        """A ``torch.utils.data.IterableDataset`` of the batches as dicts of tensors (see
-        :mod:`codegen.runtime.data.pytorch`); use it with ``DataLoader(..., batch_size=None)``."""
+    def to_torch(self, *, shared_memory: bool = True) -> IterableDataset[dict[str, Any]]:
+        """A ``torch.utils.data.IterableDataset`` of the batches as dicts of tensors sharing the
+        columns' memory (see :mod:`codegen.runtime.data.pytorch`); use it with
+        ``DataLoader(..., batch_size=None)``. In DataLoader workers the batches reach the main
+        process through shared memory each worker reuses (``shared_memory=False``: through the
+        DataLoader's fresh shared memory per tensor)."""
         if self._decode_batch is None:
             raise TfrGenError("Dataset.to_torch needs a dataset of batches: give a batch_size")
         from codegen.runtime.data.pytorch import TorchBatches
 
-        return TorchBatches(self, _to_dict)
+        return TorchBatches(self, _to_dict, shared_memory=shared_memory)
 
     def to_arrow_reader(self) -> Any:
         """A ``pyarrow.RecordBatchReader`` streaming the batches as Arrow record batches (numbers not copied; see

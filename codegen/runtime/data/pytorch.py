@@ -2,19 +2,17 @@
 
 ``dataset.to_torch()`` is a ``torch.utils.data.IterableDataset``; give it to
 ``DataLoader(..., batch_size=None)`` (the batches are already made), with any ``num_workers``: each
-worker reads its own shard of the files. Each batch becomes a dict keyed by attribute name:
+worker reads its own shard of the files. Each batch becomes a dict keyed by attribute name, its
+columns flattened as :mod:`codegen.runtime.data.tensors` says: a numeric column a tensor of the same
+dtype sharing the column's memory (no copy), a ragged column its flat values plus int64 row splits
+(``torch.nested.nested_tensor_from_jagged(values, offsets=row_splits)`` builds a nested tensor from
+them), a masked column its values plus a bool ``name.present``; strings and bytes stay Python lists.
 
-* a numeric array column -> ``name``: a tensor ``[B, *shape]`` of the same dtype (no copy);
-* a :class:`~codegen.runtime.codec.columns.Ragged` column -> ``name.values``: the flat values (a tensor,
-  or a list of strings) and ``name.row_splits``: int64 row splits over the batch; each further
-  nesting level adds ``name.row_splits.<level>`` (1, 2, ...) splitting the rows of the level above,
-  like the ``nested_row_splits`` of a ``tf.RaggedTensor``. Values plus splits rather than
-  ``torch.nested`` tensors: they are exact for every nesting depth, cost no copy, and
-  ``torch.nested.nested_tensor_from_jagged(values, offsets=row_splits)`` builds a nested tensor from
-  them when one is wanted;
-* a :class:`~codegen.runtime.codec.columns.Masked` column -> its values as above plus ``name.present``
-  (a bool tensor);
-* strings and bytes stay Python lists; a list of arrays becomes a list of tensors.
+In a DataLoader worker the batches travel to the main process through shared memory the worker
+reuses (:mod:`codegen.runtime.data.transfer`) rather than through fresh shared memory per tensor:
+the worker copies a batch's arrays once into a segment, and the main process's tensors are views of
+it; a segment is written again only after every tensor of its batch has been freed.
+``to_torch(shared_memory=False)`` sends the tensors the DataLoader's own way.
 
 torch is optional: importing this module without it raises
 :class:`~codegen.errors.MissingExtraError`.
@@ -23,12 +21,9 @@ torch is optional: importing this module without it raises
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
-
-import numpy as np
+from typing import Any, Protocol, cast
 
 from codegen.errors import MissingExtraError
-from codegen.runtime.codec.columns import Masked, Ragged
 
 try:
     import torch
@@ -38,47 +33,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "Dataset.to_torch needs PyTorch: pip install torch (CPU builds work)"
     ) from exc
 
+from codegen.runtime.data import transfer
+from codegen.runtime.data.tensors import leaf_tensors, leaves, tensors
+
 __all__ = ["Batches", "TorchBatches", "tensors"]
-
-
-def _tensor(array: np.ndarray[Any, Any]) -> torch.Tensor:
-    """``array`` as a tensor sharing its memory (copied first when numpy marks it read-only)."""
-    return torch.from_numpy(array if array.flags.writeable else array.copy())
-
-
-def _leaf(values: Any) -> Any:
-    """Flat values: an array as a tensor, strings as they are, arrays in a list as tensors."""
-    if isinstance(values, np.ndarray):
-        return _tensor(values)
-    if values and isinstance(values[0], np.ndarray):
-        return [_tensor(value) for value in values]
-    return values
-
-
-def _add(out: dict[str, Any], name: str, column: Any) -> None:
-    """Put the tensors of one column into ``out`` under ``name`` (see the module docstring)."""
-    if isinstance(column, Masked):
-        _add(out, name, column.values)
-        out[f"{name}.present"] = _tensor(column.present)
-    elif isinstance(column, Ragged):
-        out[f"{name}.row_splits"] = _tensor(column.row_splits)
-        level = 1
-        values = column.values
-        while isinstance(values, Ragged):
-            out[f"{name}.row_splits.{level}"] = _tensor(values.row_splits)
-            values = values.values
-            level += 1
-        out[f"{name}.values"] = _leaf(values)
-    else:
-        out[name] = _leaf(column)
-
-
-def tensors(columns: dict[str, Any]) -> dict[str, Any]:
-    """The columns of a batch (``to_dict()``) as tensors, keyed as the module docstring says."""
-    out: dict[str, Any] = {}
-    for name, column in columns.items():
-        _add(out, name, column)
-    return out
 
 
 class Batches(Protocol):
@@ -100,18 +58,38 @@ class TorchBatches(IterableDataset[dict[str, Any]]):
     """The batches of ``batches`` as dicts of tensors; ``columns`` gives a batch's columns by
     attribute name.
 
+    In a DataLoader worker (with ``shared_memory``, where :data:`~codegen.runtime.data.transfer.AVAILABLE`)
+    it yields :class:`~codegen.runtime.data.transfer.SharedBatch` objects, which the main process
+    unpickles into the dicts of tensors.
+
     ``len()``, ``set_epoch()``, ``state_dict()`` and ``load_state_dict()`` are the dataset's, so
     ``torchdata.stateful_dataloader.StatefulDataLoader`` saves and restores each worker's position
     (and a plain ``DataLoader`` at ``num_workers=0`` the main process's, through these methods).
     """
 
-    def __init__(self, batches: Batches, columns: Callable[[Any], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        batches: Batches,
+        columns: Callable[[Any], dict[str, Any]],
+        *,
+        shared_memory: bool = True,
+    ) -> None:
         self.batches = batches
         self.columns = columns
+        self.shared_memory = shared_memory
+        """Whether batches made in DataLoader workers travel through the workers' reused shared
+        memory (see the module docstring)."""
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        columns = self.columns
+        worker = torch.utils.data.get_worker_info() is not None
+        if worker and self.shared_memory and transfer.AVAILABLE:
+            # unpickled in the main process, each becomes the batch's dict of tensors
+            for batch in self.batches:
+                yield cast("dict[str, Any]", transfer.share(leaves(columns(batch))))
+            return
         for batch in self.batches:
-            yield tensors(self.columns(batch))
+            yield {name: leaf_tensors(leaf) for name, leaf in leaves(columns(batch)).items()}
 
     def __len__(self) -> int:
         return len(self.batches)
