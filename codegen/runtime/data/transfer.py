@@ -77,6 +77,14 @@ def _shareable(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.dtype.isnative
 
 
+def _arrays(value: Any) -> bool:
+    """Whether ``value`` is a non-empty list of arrays of numbers (or bools) of one dtype."""
+    if not isinstance(value, list) or not value or not _shareable(value[0]):
+        return False
+    dtype = value[0].dtype
+    return all(type(a) is np.ndarray and a.dtype == dtype for a in value)
+
+
 class _Segment:
     """A worker's segment: an anonymous file of ``size`` bytes, mapped."""
 
@@ -146,19 +154,17 @@ class _Writer:
                 layout.append((name, _ARRAY, size, leaf.dtype.str, leaf.shape))
                 copies.append((size, leaf))
                 size = _aligned(size + leaf.nbytes)
-            elif (
-                isinstance(leaf, list)
-                and leaf
-                and all(_shareable(a) and a.dtype == leaf[0].dtype for a in leaf)
-            ):
+            elif _arrays(leaf):
+                dtype = leaf[0].dtype
                 shapes = [a.shape for a in leaf]
-                dtype = leaf[0].dtype.str
                 if shapes.count(shapes[0]) == len(shapes):
-                    layout.append((name, _SAME, size, dtype, shapes[0], len(shapes)))
+                    layout.append((name, _SAME, size, dtype.str, shapes[0], len(shapes)))
+                    count = math.prod(shapes[0]) * len(shapes)
                 else:
-                    layout.append((name, _LIST, size, dtype, shapes))
+                    layout.append((name, _LIST, size, dtype.str, shapes))
+                    count = sum(math.prod(shape) for shape in shapes)
                 copies.append((size, leaf))
-                size = _aligned(size + sum(a.nbytes for a in leaf))
+                size = _aligned(size + count * dtype.itemsize)
             else:
                 layout.append((name, _VALUE, leaf))
         segment = self.segment(size)
@@ -169,10 +175,11 @@ class _Writer:
                     flat = np.ascontiguousarray(leaf).reshape(-1).view(np.uint8)
                     target[offset : offset + flat.size] = flat
                 else:
+                    flats = [a.reshape(-1) for a in leaf]
                     dtype = leaf[0].dtype
-                    count = sum(a.size for a in leaf)
+                    count = sum(a.size for a in flats)
                     out = target[offset : offset + count * dtype.itemsize].view(dtype)
-                    np.concatenate([a.reshape(-1) for a in leaf], out=out)
+                    np.concatenate(flats, out=out)
         finally:
             del target  # the segment may be closed later: no view of it outlives this
         retired, self.retired = self.retired, []
@@ -293,7 +300,10 @@ def _tensors(
     if total == 0:
         return [torch.empty(shape, dtype=kind) for shape in shapes]
     flat = torch.frombuffer(owner, dtype=kind, count=total, offset=offset)
-    return [piece.view(shape) for piece, shape in zip(flat.split_with_sizes(counts), shapes, strict=True)]
+    return [
+        piece.view(shape)
+        for piece, shape in zip(flat.split_with_sizes(counts), shapes, strict=True)
+    ]
 
 
 def _same(
