@@ -3,7 +3,9 @@
 Each bar compares two rows of one workload in one run (medians): per-record ``encode``/``decode``
 against protobuf, ``decode_batch`` and the ``Dataset`` against TensorFlow's batched pipeline, the
 ``Dataset`` against vahidk's loader and (over 4 shards) TensorFlow's best-practice pipeline, the
-single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), the
+single-threaded ``Dataset`` against the limit of reading its file (``Workload.limit_bar``), a
+PyTorch DataLoader with 2 persistent workers against the single-threaded ``Dataset`` over the same
+shards (``Workload.workers_bar``), the
 writer against ``tf.io.TFRecordWriter``, gzip writing and reading through ISA-L against the
 standard library's zlib, the ``Dataset`` over shards in a local S3 server against s3fs reading their
 bytes, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch`` against
@@ -31,6 +33,7 @@ from benchmarks.contenders import (
     TF_PYARROW_PARQUET,
     TF_WRITE,
     TFRGEN_CONSTRUCT_ENCODE,
+    TFRGEN_DATALOADER,
     TFRGEN_DATASET,
     TFRGEN_DATASET_SHARDS,
     TFRGEN_DATASET_THREADS,
@@ -122,6 +125,7 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, DATASET_VS_TF_BEST if shared else None),
         (TFRGEN_DATASET, LIMIT, workload.limit_bar),
         (TFRGEN_DATASET_THREADS, TFRGEN_DATASET, workload.threads_bar),
+        (TFRGEN_DATALOADER, TFRGEN_DATASET_SHARDS, workload.workers_bar),
         (TFRGEN_DATASET, TF_IMAGE_PIPELINE, workload.image_bar),
         (TFRGEN_WRITE, TF_WRITE, WRITE_VS_TF),
         (GZIP_WRITE, STDLIB_GZIP_WRITE, GZIP_WRITE_VS_STDLIB),

@@ -31,6 +31,7 @@ listed with the reason it was skipped.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -85,6 +86,7 @@ TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
 TF_IMAGE_PIPELINE = "TF map(parse_example+decode_jpeg, AUTOTUNE).batch(1024).prefetch"
 TF_RAW_READ = "TF TFRecordDataset.batch(1024) (raw bytes)"
 TFRGEN_DATASET_SHARDS = "tfr-gen dataset(batch_size=1024) over 4 shards"
+TFRGEN_DATALOADER = "tfr-gen DataLoader(to_torch(), 2 workers, persistent) over 4 shards"
 TF_BEST_PIPELINE = "TF best practice: 4 shards, parallel reads+map, prefetch"
 LIMIT = "limit: 8 MiB reads + crc32c + one copy"
 TFRGEN_READ = "tfr-gen read_tfrecord (decoded records)"
@@ -135,6 +137,7 @@ NAMES: tuple[str, ...] = (
     TF_IMAGE_PIPELINE,
     TF_RAW_READ,
     TFRGEN_DATASET_SHARDS,
+    TFRGEN_DATALOADER,
     TF_BEST_PIPELINE,
     LIMIT,
     TFRGEN_READ,
@@ -423,6 +426,42 @@ def _dataset_shards(p: Prepared, scratch: Path) -> Callable[[], Outcome]:
         return Outcome(sum(len(batch) for batch in dataset))
 
     return run
+
+
+def _dataloader(p: Prepared, scratch: Path) -> Callable[[], Outcome]:
+    """Batches of the sharded files as dicts of tensors through a PyTorch DataLoader:
+    ``DataLoader(dataset.to_torch(), batch_size=None, num_workers=2, persistent_workers=True)``,
+    each run one epoch of the same loader, so the timed rounds (after the warm-up round, which
+    starts the workers) are its steady state; the batches reach the main process through the
+    workers' reused shared memory."""
+    import torch
+
+    dataset = cast("_Columnar", p.cls).dataset(
+        _shards(p, scratch), batch_size=_BATCH, compression=None
+    )
+    loader = torch.utils.data.DataLoader(
+        dataset.to_torch(), batch_size=None, num_workers=2, persistent_workers=True
+    )
+
+    def run() -> Outcome:
+        return Outcome(sum(_records(batch) for batch in loader))
+
+    return run
+
+
+def _records(batch: dict[str, Any]) -> int:
+    """The records of a batch of tensors: its first column's length (a ragged one's row splits
+    have one more)."""
+    name, column = next(iter(batch.items()))
+    return len(column) - 1 if name.endswith(".row_splits") else len(column)
+
+
+def _torch_row(p: Prepared, scratch: Path) -> Contender:
+    """The DataLoader row, skipped without PyTorch (the ``torch`` extra)."""
+    if importlib.util.find_spec("torch") is None:
+        why = "PyTorch is not installed: pip install 'tfr-gen[torch]'"
+        return Contender(TFRGEN_DATALOADER, "read", None, why)
+    return _batched(p, TFRGEN_DATALOADER, "read", lambda: _dataloader(p, scratch))
 
 
 def _tf_best_pipeline(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
@@ -742,6 +781,7 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         ),
         with_tf(TF_RAW_READ, "read", lambda: _tf_raw_read(p, tf)),
         _batched(p, TFRGEN_DATASET_SHARDS, "read", lambda: _dataset_shards(p, scratch)),
+        _torch_row(p, scratch),
         with_tf(TF_BEST_PIPELINE, "read", lambda: _tf_best_pipeline(p, tf, scratch)),
         Contender(LIMIT, "read", _limit(p)),
         Contender(TFRGEN_READ, "read", _tfrgen_read(p)),

@@ -38,6 +38,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
     from benchmarks.contenders import (
         NAMES,
         TF_IMAGE_PIPELINE,
+        TFRGEN_DATALOADER,
         TFRGEN_DATASET,
         TFRGEN_DATASET_SHARDS,
         TFRGEN_DATASET_THREADS,
@@ -92,6 +93,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
                     TFRGEN_DATASET,
                     TFRGEN_DATASET_SHARDS,
                     TFRGEN_DATASET_THREADS,
+                    TFRGEN_DATALOADER,
                     TFRGEN_RESUME,
                     S3_DATASET,
                     S3_RAW,
@@ -103,7 +105,7 @@ def test_quick_run_reports_every_contender(tf: Any, bench: ModuleType, tmp_path:
             assert row["skipped"] is None, (where, row)
             assert len(row["seconds"]) == 2 and row["records_per_s"] > 0 and row["ratio"] > 0
         assert f"| {where} | tfr-gen decode |" in out_md.read_text()
-    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 15 + ["sequence"] * 15
+    assert [bar["workload"] for bar in report["bars"]] == ["customer"] * 16 + ["sequence"] * 16
     for bar in report["bars"]:
         assert bar["verdict"] in ("PASS", "FAIL") or bar["baseline"] == VAHIDK_READ, bar
 
@@ -276,6 +278,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         TF_PYARROW_PARQUET,
         TF_WRITE,
         TFRGEN_CONSTRUCT_ENCODE,
+        TFRGEN_DATALOADER,
         TFRGEN_DATASET,
         TFRGEN_DATASET_SHARDS,
         TFRGEN_DATASET_THREADS,
@@ -310,6 +313,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
         (TFRGEN_DATASET, VAHIDK_READ, None, "SKIP"),
         (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, None, "SKIP"),
         (TFRGEN_DATASET_THREADS, TFRGEN_DATASET, None, "SKIP"),
+        (TFRGEN_DATALOADER, TFRGEN_DATASET_SHARDS, None, "SKIP"),
         (TFRGEN_WRITE, TF_WRITE, None, "SKIP"),
         (GZIP_WRITE, STDLIB_GZIP_WRITE, None, "SKIP"),
         (GZIP_READ, STDLIB_GZIP_READ, None, "SKIP"),
