@@ -248,7 +248,13 @@ def _ended(pid: int) -> bool:
 
 def _map(pid: int, number: int, size: int, fd: Any, retired: tuple[int, ...]) -> mmap.mmap:
     """Segment ``number`` of worker ``pid``, mapped once (``fd`` passes its descriptor)."""
-    received = None if fd is None else fd.detach()
+    try:
+        received = None if fd is None else fd.detach()
+    except (OSError, EOFError) as exc:  # the worker's end of the socket closed
+        raise TfrGenError(
+            f"Dataset.to_torch: DataLoader worker {pid} ended before this process received the"
+            f" shared memory of its batch ({exc or type(exc).__name__})"
+        ) from exc
     try:
         with _lock:
             for gone in retired:
