@@ -87,10 +87,11 @@ class Speedups(Protocol):
         ...
 
     def adjacent_arrays(
-        self, arrays: list[Any], owner: Any, rank: int, /
-    ) -> tuple[int, int, bytes] | None:
-        """Where arrays that follow each other lie in ``owner``'s buffer: the first's byte offset, the bytes of
-        all and their int64 shapes (``codegen/_speedups/arrays.c``; used by ``codec/arrow.py``)."""
+        self, arrays: list[Any], owner: Any, rank: int, format: str, /
+    ) -> tuple[int, int, bytes, bytes] | None:
+        """Where arrays of buffer ``format`` that follow each other lie in ``owner``'s buffer: the first's byte
+        offset, the bytes of all, their int64 shapes and the int64 offsets of their values
+        (``codegen/_speedups/arrays.c``; used by ``codec/arrow.py``)."""
         ...
 
     def join_strings(self, items: list[Any], text: bool, /) -> tuple[bytes, bytes]:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -155,6 +155,8 @@ class ArrowSchema:
     fingerprint: str
     canonical: str
     forms: tuple[ColumnForm, ...]
+    plans: list[Any] = field(default_factory=list, init=False, compare=False, repr=False)
+    """The conversion of batches to Arrow, made on first use (see :func:`to_arrow`)."""
 
 
 def arrow_schema(schema: ArrowSchema) -> Any:
@@ -201,93 +203,154 @@ def arrow_table(data: object) -> Any:
 def to_arrow(schema: ArrowSchema, columns: Sequence[Any]) -> Any:
     """A ``pyarrow.RecordBatch`` of a batch's ``columns`` (numeric buffers shared, not copied)."""
     pa = pyarrow("Arrow conversion")
-    arrays = [
-        _column_array(pa, form, column) for form, column in zip(schema.forms, columns, strict=True)
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=_batch_schema(schema))
+    plan = _plan(pa, schema)
+    arrays = [convert(column) for convert, column in zip(plan.columns, columns, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
 
 
-@functools.lru_cache(maxsize=64)
-def _batch_schema(schema: ArrowSchema) -> Any:
-    """:func:`arrow_schema`, built once per record (``to_arrow`` has checked that pyarrow imports)."""
-    return arrow_schema(schema)
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What converting a record's batches takes, made once per record: the ``pyarrow.Schema`` and a
+    function per column that gives its Arrow array."""
+
+    schema: Any
+    columns: tuple[Callable[[Any], Any], ...]
 
 
-def _column_array(pa: Any, form: ColumnForm, column: Any) -> Any:
-    mask = None
-    if form.masked:
-        masked = cast("Masked[Any]", column)
-        column = masked.values
-        if not masked.present.all():
-            mask = pa.array(~masked.present, pa.bool_())
+def _plan(pa: Any, schema: ArrowSchema) -> _Plan:
+    """The :class:`_Plan` of ``schema``, made on first use and kept in it."""
+    if not schema.plans:
+        arrow = arrow_schema(schema)
+        columns = tuple(_column(pa, form, arrow.field(form.name).type) for form in schema.forms)
+        schema.plans.append(_Plan(arrow, columns))
+    return cast("_Plan", schema.plans[0])
+
+
+def _column(pa: Any, form: ColumnForm, kind: Any) -> Callable[[Any], Any]:
+    """The function giving the Arrow array (of type ``kind``) of a column of ``form``: every level is built
+    from its buffers, with types made once."""
     if form.arrays:
-        return _arrays_array(pa, form, cast("list[npt.NDArray[Any]]", column), mask)
-    return _nested(pa, form, column, form.levels, len(form.dims), mask)
+        return functools.partial(_arrays_column, pa, form, kind)
+    levels = form.levels
+    # The types from the outermost level in: ``levels`` large lists, fixed-size lists, the leaf.
+    types = [kind]
+    for _ in form.dims:
+        types.append(types[-1].value_type)
+    inner = form.inner
+    leaf = _leaf_column(pa, form.dtype, types[-1], inner)
+    fixed = types[levels:-1]
+    ragged = types[:levels]
+    masked = form.masked
+    validity = functools.partial(_validity, pa)
+    from_buffers = pa.Array.from_buffers
+    py_buffer = pa.py_buffer
+
+    def convert(column: Any) -> Any:
+        present = None
+        if masked:
+            present = column.present
+            column = column.values
+        splits = []
+        for _ in ragged:
+            splits.append(column.row_splits)
+            column = column.values
+        size = len(column)
+        array = leaf(
+            column, size * math.prod(inner), validity(present) if not (ragged or fixed) else None
+        )
+        for position in range(len(fixed) - 1, -1, -1):
+            outer = None if position or ragged else validity(present)
+            array = from_buffers(
+                fixed[position], size * math.prod(inner[:position]), [outer], -1, children=[array]
+            )
+        for position in range(len(ragged) - 1, -1, -1):
+            outer = None if position else validity(present)
+            row_splits = splits[position]
+            array = from_buffers(
+                ragged[position],
+                len(row_splits) - 1,
+                [outer, py_buffer(row_splits)],
+                -1,
+                children=[array],
+            )
+        return array
+
+    return convert
 
 
-def _nested(pa: Any, form: ColumnForm, column: Any, levels: int, depth: int, mask: Any) -> Any:
-    """The Arrow array of ``column``: ``levels`` Ragged levels, then fixed dimensions, ``depth`` in all."""
-    if levels:
-        ragged = cast("Ragged[Any]", column)
-        child = _nested(pa, form, ragged.values, levels - 1, depth - 1, None)
-        return pa.LargeListArray.from_arrays(_leaf(pa, ragged.row_splits), child, mask=mask)
-    fixed = cast("tuple[int, ...]", form.dims[len(form.dims) - depth :])
-    if form.dtype.numeric:
-        flat: Any = np.asarray(column).reshape(-1)
-    else:
-        flat = _flatten(column, len(fixed))
-    return _wrapped(pa, _leaf(pa, flat, form.dtype, mask if not fixed else None), fixed, mask)
+def _validity(pa: Any, present: npt.NDArray[np.bool_] | None) -> Any:
+    """The Arrow validity bitmap of a ``present`` mask (``None``: every row is valid)."""
+    if present is None or present.all():
+        return None
+    return pa.array(present, pa.bool_()).buffers()[1]
 
 
-def _wrapped(pa: Any, leaf: Any, fixed: Sequence[int], mask: Any) -> Any:
-    """``leaf`` in fixed-size list levels of ``fixed`` (outermost first), ``mask`` on the outermost."""
-    array = leaf
-    for position in range(len(fixed) - 1, -1, -1):
-        outer = mask if position == 0 else None
-        array = pa.FixedSizeListArray.from_arrays(array, fixed[position], mask=outer)
-    return array
+def _leaf_column(
+    pa: Any, dtype: DType, kind: Any, inner: tuple[int, ...]
+) -> Callable[[Any, int, Any], Any]:
+    """The function giving the Arrow array of the flat values of a column's innermost level (``count`` of them,
+    ``validity`` their bitmap): numbers share their buffer (bools are packed into bits), strings and bytes are
+    joined (by the accelerator in one pass)."""
+    from_buffers = pa.Array.from_buffers
+    py_buffer = pa.py_buffer
+    if dtype.numeric:
+        boolean = dtype.kind is Kind.BOOL
 
+        def numbers(values: Any, count: int, validity: Any) -> Any:
+            flat = np.ascontiguousarray(values).reshape(-1)
+            if boolean:
+                return from_buffers(kind, count, [validity, pa.array(flat, kind).buffers()[1]], -1)
+            return from_buffers(kind, count, [validity, py_buffer(flat)], -1)
 
-def _flatten(items: list[Any], depth: int) -> list[Any]:
-    for _ in range(depth):
-        items = [item for row in items for item in row]
-    return items
+        return numbers
+    text = dtype.kind is Kind.STR
+    depth = len(inner)
 
-
-def _leaf(pa: Any, values: Any, dtype: DType | None = None, mask: Any = None) -> Any:
-    """The Arrow array of flat ``values``: numeric arrays share their buffer (bools are packed)."""
-    nulls = None if mask is None else mask.to_numpy(zero_copy_only=False)
-    validity = None
-    if nulls is not None:
-        validity = pa.array(np.logical_not(nulls), pa.bool_()).buffers()[1]
-    count = -1 if mask is not None else 0
-    if dtype is not None and not dtype.numeric:
-        kind = _leaf_type(pa, dtype)
+    def strings(values: Any, count: int, validity: Any) -> Any:
+        for _ in range(depth):
+            values = [item for row in values for item in row]
         if accel.speedups is not None and type(values) is list:
             try:
-                offsets, data = accel.speedups.join_strings(values, dtype.kind is Kind.STR)
+                offsets, data = accel.speedups.join_strings(values, text)
             except (TypeError, OverflowError, UnicodeError):
                 pass  # pyarrow converts (or names the problem)
             else:
-                buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
-                return pa.Array.from_buffers(kind, len(values), buffers, count)
-        return pa.array(values, kind, mask=nulls)
+                return from_buffers(
+                    kind, count, [validity, py_buffer(offsets), py_buffer(data)], -1
+                )
+        array = pa.array(values, kind)
+        return from_buffers(kind, count, [validity, *array.buffers()[1:]], -1)
+
+    return strings
+
+
+def _arrays_column(pa: Any, form: ColumnForm, kind: Any, column: Any) -> Any:
+    present = None
+    if form.masked:
+        present = column.present
+        column = column.values
+    arrays = cast("list[npt.NDArray[Any]]", column)
+    return _arrays_array(pa, form, kind, arrays, _validity(pa, present))
+
+
+def _leaf(pa: Any, values: npt.NDArray[Any]) -> Any:
+    """The Arrow array of a flat numeric array, sharing its buffer (bools are packed into bits)."""
     array = np.ascontiguousarray(values)
     if array.dtype == np.bool_:
-        return pa.array(array, pa.bool_(), mask=nulls)
+        return pa.array(array, pa.bool_())
     kind = pa.from_numpy_dtype(array.dtype)
-    return pa.Array.from_buffers(kind, array.size, [validity, pa.py_buffer(array)], count)
+    return pa.Array.from_buffers(kind, array.size, [None, pa.py_buffer(array)], 0)
 
 
-def _arrays_array(pa: Any, form: ColumnForm, arrays: list[npt.NDArray[Any]], mask: Any) -> Any:
-    """Arrays of different shapes: a struct of each one's ``shape`` and its flat ``data``."""
+def _arrays_array(
+    pa: Any, form: ColumnForm, kind: Any, arrays: list[npt.NDArray[Any]], validity: Any
+) -> Any:
+    """Arrays of different shapes: a struct (of type ``kind``) of each one's ``shape`` and its flat ``data``."""
     dtype = form.dtype.numpy
     rank = len(form.dims)
     joined = _adjacent(arrays, dtype, rank)
     if joined is not None:
-        values, shapes = joined
-        offsets = np.zeros(len(arrays) + 1, np.int64)
-        np.cumsum(shapes.prod(axis=1), out=offsets[1:])
+        values, shapes, offsets = joined
     else:
         flat = [np.ascontiguousarray(a, dtype).reshape(-1) for a in arrays]
         values = np.concatenate(flat) if flat else np.zeros(0, dtype)
@@ -296,27 +359,36 @@ def _arrays_array(pa: Any, form: ColumnForm, arrays: list[npt.NDArray[Any]], mas
         shapes = np.array([a.shape for a in arrays], np.int64).reshape(-1, rank)
     shape = pa.FixedSizeListArray.from_arrays(_leaf(pa, shapes.reshape(-1)), rank)
     data = pa.LargeListArray.from_arrays(_leaf(pa, offsets), _leaf(pa, values))
-    return pa.StructArray.from_arrays([shape, data], fields=list(arrow_type(pa, form)), mask=mask)
+    return pa.Array.from_buffers(kind, len(arrays), [validity], -1, children=[shape, data])
 
 
 def _adjacent(
     arrays: list[npt.NDArray[Any]], dtype: np.dtype[Any], rank: int
-) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]] | None:
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """The values of arrays of ``dtype`` that are views lying one after the other in one array's buffer (as
-    ``decode_batch`` gives them), as one view of that buffer, and their shapes; ``None`` for other arrays."""
+    ``decode_batch`` gives them), as one view of that buffer, their shapes and the offsets of their values;
+    ``None`` for other arrays."""
     if accel.speedups is None or type(arrays) is not list or not arrays:
         return None
-    owner = arrays[0].base
-    if type(owner) is not np.ndarray or not all(
-        type(a) is np.ndarray and a.base is owner and a.dtype == dtype for a in arrays
-    ):
+    owner = getattr(arrays[0], "base", None)
+    if type(owner) is not np.ndarray:
         return None
-    run = accel.speedups.adjacent_arrays(arrays, owner, rank)
+    run = accel.speedups.adjacent_arrays(arrays, owner, rank, _buffer_format(dtype))
     if run is None:
         return None
-    offset, size, shapes = run
+    offset, size, shapes, offsets = run
     values = np.frombuffer(owner, np.uint8, size, offset).view(dtype)
-    return values, np.frombuffer(shapes, np.int64).reshape(-1, rank)
+    return (
+        values,
+        np.frombuffer(shapes, np.int64).reshape(-1, rank),
+        np.frombuffer(offsets, np.int64),
+    )
+
+
+@functools.cache
+def _buffer_format(dtype: np.dtype[Any]) -> str:
+    """The buffer protocol's format of arrays of ``dtype`` (``struct`` syntax, as numpy gives it)."""
+    return np.zeros(0, dtype).data.format
 
 
 # --- Arrow to columns -----------------------------------------------------------------------------

@@ -435,10 +435,16 @@ def test_decoded_raw_arrays_of_different_shapes_share_the_batch_buffer(
     ] * 4
     sp = import_speedups()
     owner = np.arange(10, dtype=np.int16)
-    assert sp.adjacent_arrays([owner[1:3], owner[3:7].reshape(2, 2)[:1]], owner, 1) is None  # rank
-    run = sp.adjacent_arrays([owner[1:3], owner[3:7]], owner, 1)
+    fmt = owner.data.format
+    assert sp.adjacent_arrays([owner[1:3], owner[3:7].reshape(2, 2)[:1]], owner, 1, fmt) is None
+    run = sp.adjacent_arrays([owner[1:3], owner[3:7]], owner, 1, fmt)
     assert run is not None
-    offset, size, shapes = run
+    offset, size, shapes, offsets = run
     assert (offset, size, np.frombuffer(shapes, np.int64).tolist()) == (2, 12, [2, 4])
-    assert sp.adjacent_arrays([owner[1:3], owner[4:7]], owner, 1) is None  # a gap
-    assert sp.adjacent_arrays([owner[::2]], owner, 1) is None  # not contiguous
+    assert np.frombuffer(offsets, np.int64).tolist() == [0, 2, 6]
+    assert sp.adjacent_arrays([owner[1:3], owner[4:7]], owner, 1, fmt) is None  # a gap
+    assert sp.adjacent_arrays([owner[::2]], owner, 1, fmt) is None  # not contiguous
+    assert (
+        sp.adjacent_arrays([owner[1:3], owner[3:7].view(np.uint16)], owner, 1, fmt) is None
+    )  # dtype
+    assert sp.adjacent_arrays([owner[1:3]], owner, 1, "H") is None  # another format
