@@ -22,6 +22,11 @@ class Row:
         """The median time of a run over all records (``None`` when skipped)."""
         return statistics.median(self.seconds) if self.seconds else None
 
+    @property
+    def fastest(self) -> float | None:
+        """The time of the fastest run (``None`` when skipped)."""
+        return min(self.seconds) if self.seconds else None
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadResult:
@@ -57,10 +62,13 @@ class WorkloadResult:
         """How many times faster than its group's baseline ``row`` is (``None``: one is missing)."""
         return self.speedup(row.contender, BASELINES[row.group])
 
-    def speedup(self, contender: str, baseline: str) -> float | None:
-        """How many times faster the row ``contender`` is than the row ``baseline`` (medians;
-        ``None`` when either did not run)."""
+    def speedup(self, contender: str, baseline: str, *, fastest: bool = False) -> float | None:
+        """How many times faster the row ``contender`` is than the row ``baseline`` (medians, or the fastest
+        runs; ``None`` when either did not run)."""
         row, base = self.row(contender), self.row(baseline)
-        if row is None or base is None or row.median is None or base.median is None:
+        if row is None or base is None:
             return None
-        return base.median / row.median
+        mine, theirs = (row.fastest, base.fastest) if fastest else (row.median, base.median)
+        if mine is None or theirs is None:
+            return None
+        return theirs / mine

@@ -263,7 +263,7 @@ def test_contenders_select_rows_with_their_baselines_and_bars(bench: ModuleType)
     ]
 
 
-def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
+def test_ratios_and_bars_come_from_the_median_or_fastest_runs(bench: ModuleType) -> None:
     from benchmarks.bars import evaluate
     from benchmarks.contenders import (
         CLI_CONVERT,
@@ -334,7 +334,7 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     assert verdicts[TFRGEN_DATASET, TF_PIPELINE] == (0.8, "PASS")
     assert verdicts[TFRGEN_DATASET, VAHIDK_READ] == (None, "SKIP")
     rows += (
-        Row("decode", TFRGEN_TO_ARROW, (8.5, 8.5, 8.5)),
+        Row("decode", TFRGEN_TO_ARROW, (8.5, 12.0, 12.0)),
         Row("encode", TFRGEN_ENCODE_BATCH, (0.5, 0.5, 0.5)),
         Row("encode", TFRGEN_CONSTRUCT_ENCODE, (2.0, 2.0, 2.0)),
         Row("convert", CLI_CONVERT, (1.0, 1.0, 1.0)),
@@ -342,7 +342,11 @@ def test_ratios_and_bars_come_from_the_median_runs(bench: ModuleType) -> None:
     )
     result = WorkloadResult("customer", "mixed", "Customer", 1000, 2_000_000, rows, 1000)
     verdicts = {(b.contender, b.baseline): (b.ratio, b.verdict) for b in evaluate([result])}
-    assert verdicts[TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH] == (8.0 / 8.5, "PASS")  # within 10%
+    # within 10%, by the fastest runs: the medians (8 and 12) would say 50%
+    assert verdicts[TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH] == (8.0 / 8.5, "PASS")
+    assert "(fastest runs)" in next(
+        str(b) for b in evaluate([result]) if b.contender == TFRGEN_TO_ARROW
+    )
     assert verdicts[TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE] == (4.0, "FAIL")  # bar 5x
     assert verdicts[TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE] == (4.0, "PASS")  # bar 2x
     assert verdicts[CLI_CONVERT, TF_PYARROW_PARQUET] == (3.0, "PASS")
