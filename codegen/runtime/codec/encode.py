@@ -17,6 +17,7 @@ encodes record by record through the constructor, which checks and names every p
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any, cast
@@ -232,22 +233,30 @@ def _raw_entries(
         if type(column) is not list or len(column) != size:
             raise _Unfit
         rank = len(shape)
+        known = [(axis, n) for axis, n in enumerate(shape) if n is not None]
         keep = None if present is None else present.tolist()
+        empty = (0,) * rank
         values = []
         dims: list[tuple[int, ...]] = []
         for i, array in enumerate(column):
             if keep is not None and not keep[i]:
                 values.append(b"")
-                dims.append((0,) * rank)
+                dims.append(empty)
                 continue
-            if type(array) is not np.ndarray or array.dtype != dtype or array.ndim != rank:
+            if type(array) is not np.ndarray:
                 raise _Unfit
-            if any(d is not None and d != g for d, g in zip(shape, array.shape, strict=True)):
+            kind = array.dtype
+            dim = array.shape
+            if (kind is not dtype and kind != dtype) or len(dim) != rank:
                 raise _Unfit
+            for axis, n in known:
+                if dim[axis] != n:
+                    raise _Unfit
             values.append(array)
-            dims.append(array.shape)
+            dims.append(dim)
         offsets = np.arange(size + 1, dtype=np.int64)
-        shapes = np.array(dims, np.int64).reshape(size, rank)
+        shapes = np.fromiter(itertools.chain.from_iterable(dims), np.int64, size * rank)
+        shapes = shapes.reshape(size, rank)
     entries = [_entry(codec.key, _RAW, values, offsets, present)]
     if shapes is not None:
         entries.extend(_shape_entries(codec, shapes, size, present))

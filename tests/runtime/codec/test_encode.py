@@ -210,6 +210,25 @@ def test_columns_in_other_forms_go_through_the_constructor(modules: dict[str, Mo
         customer.encode_batch(batch_class(customer)(**wrong))
 
 
+def test_raw_arrays_that_do_not_fit_go_through_the_constructor(
+    modules: dict[str, ModuleType],
+) -> None:
+    columnar()
+    raw = modules["raw_image"].RawImage
+    encoder = raw.__tfr__.batch_encoder
+    images = [np.zeros((2, 3, 3), np.uint8), np.ones((1, 4, 3), np.uint8)]
+    labels = np.array([1, 2])
+    fast = encoder.encode((labels, images), 2)
+    assert fast == [raw(label=1, image=images[0]).encode(), raw(label=2, image=images[1]).encode()]
+    for other in (
+        np.zeros((1, 4, 2), np.uint8),  # a fixed dimension of another size
+        np.zeros((4, 3), np.uint8),  # another rank
+        np.zeros((1, 4, 3), np.int16),  # another dtype
+        [[[0, 0, 0]]],  # not an array
+    ):
+        assert encoder.encode((labels, [images[0], other]), 2) is None, other
+
+
 class _nothing:  # noqa: N801  (a context manager that expects nothing)
     def __enter__(self) -> None:
         return None
