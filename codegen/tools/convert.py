@@ -2,10 +2,12 @@
 decoded and encoded by a schema at run time.
 
 Both directions stream: records are read a reader buffer at a time (:class:`~codegen.tools.scan.Scanner`),
-decoded into columns (:class:`~codegen.runtime.codec.batch.BatchCodec`) and written as one Arrow record batch
-each; Parquet is read a batch of rows at a time and encoded column by column (a whole column at once in C when the
-accelerator is built). Memory stays bounded by a batch
-whatever the size of the data. The output appears whole or not at all (a temporary file renamed at the end).
+decoded into columns (:class:`~codegen.runtime.codec.batch.BatchCodec`) and gathered into Parquet row groups,
+which a thread of their own writes while the next ones decode (:mod:`codegen.tools.parquet_sink`, which also
+chooses the writer's options per column); Parquet is read a batch of rows at a time and encoded column by column
+(a whole column at once in C when the accelerator is built). Memory stays bounded by a few row groups (or a batch
+of rows, from Parquet) whatever the size of the data. The output appears whole or not at all (a temporary file
+renamed at the end).
 
 The Parquet file's schema metadata names the record's schema (module, record, version, fingerprint, canonical
 form: :func:`~codegen.runtime.codec.arrow.arrow_schema`) and, when the input was a dataset, its manifest
@@ -48,6 +50,7 @@ from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.urls import StorageOptions
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter, open_output
 from codegen.tools.dynamic import DynamicRecord, select_record
+from codegen.tools.parquet_sink import ParquetSink, writer_options
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs
 
@@ -165,7 +168,10 @@ def tfrecord_to_parquet(
         # upload; leaving the block syncs and renames it or finishes the upload (or deletes it,
         # aborts it, after an error).
         where = sink.temporary if isinstance(sink, AtomicFile) else sink
-        writer = pq.ParquetWriter(where, schema, compression=compression)
+        options = writer_options(pa, schema)
+        writer = pq.ParquetWriter(where, schema, compression=compression, **options)
+        # Row groups are written on a thread of their own while the next ones decode.
+        groups = ParquetSink(writer)
         pending: list[Any] = []
         pending_rows = pending_bytes = 0
         try:
@@ -181,11 +187,13 @@ def tfrecord_to_parquet(
                     pending_bytes += sum(map(len, batch.records))
                     records += len(batch)
                     if pending_rows >= ROW_GROUP_ROWS or pending_bytes >= ROW_GROUP_BYTES:
-                        writer.write_table(pa.Table.from_batches(pending, schema))
+                        groups.write(pa.Table.from_batches(pending, schema))
                         pending, pending_rows, pending_bytes = [], 0, 0
                 if pending:
-                    writer.write_table(pa.Table.from_batches(pending, schema))
+                    groups.write(pa.Table.from_batches(pending, schema))
+            groups.close()
         finally:
+            groups.stop()  # after an error: the thread ends before the output is removed
             writer.close()
     return Converted(records, file_size(output, storage_options=storage_options))
 
