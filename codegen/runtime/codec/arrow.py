@@ -221,14 +221,17 @@ def _plan(pa: Any, schema: ArrowSchema) -> _Plan:
     """The :class:`_Plan` of ``schema``, made on first use and kept in it."""
     if not schema.plans:
         arrow = arrow_schema(schema)
-        columns = tuple(_column(pa, form, arrow.field(form.name).type) for form in schema.forms)
+        columns = tuple(
+            _column(pa, schema.record, form, arrow.field(form.name).type) for form in schema.forms
+        )
         schema.plans.append(_Plan(arrow, columns))
     return cast("_Plan", schema.plans[0])
 
 
-def _column(pa: Any, form: ColumnForm, kind: Any) -> Callable[[Any], Any]:
+def _column(pa: Any, record: str, form: ColumnForm, kind: Any) -> Callable[[Any], Any]:
     """The function giving the Arrow array (of type ``kind``) of a column of ``form``: every level is built
-    from its buffers, with types made once."""
+    from its buffers, with types made once. The leaf values are checked to be as many as the column's shape
+    says and of its dtype (a batch's constructor checks only the columns' lengths)."""
     if form.arrays:
         return functools.partial(_arrays_column, pa, form, kind)
     levels = form.levels
@@ -237,7 +240,7 @@ def _column(pa: Any, form: ColumnForm, kind: Any) -> Callable[[Any], Any]:
     for _ in form.dims:
         types.append(types[-1].value_type)
     inner = form.inner
-    leaf = _leaf_column(pa, form.dtype, types[-1], inner)
+    leaf = _leaf_column(pa, record, form, types[-1])
     fixed = types[levels:-1]
     ragged = types[:levels]
     masked = form.masked
@@ -286,29 +289,41 @@ def _validity(pa: Any, present: npt.NDArray[np.bool_] | None) -> Any:
 
 
 def _leaf_column(
-    pa: Any, dtype: DType, kind: Any, inner: tuple[int, ...]
+    pa: Any, record: str, form: ColumnForm, kind: Any
 ) -> Callable[[Any, int, Any], Any]:
     """The function giving the Arrow array of the flat values of a column's innermost level (``count`` of them,
     ``validity`` their bitmap): numbers share their buffer (bools are packed into bits), strings and bytes are
     joined (by the accelerator in one pass)."""
     from_buffers = pa.Array.from_buffers
     py_buffer = pa.py_buffer
+    dtype = form.dtype
+
+    def unfit(message: str) -> RecordError:
+        return RecordError(
+            f"{record}Batch.to_arrow: column {form.name!r} ({dtype.name} of shape {form.shape_text()}): {message}"
+        )
+
     if dtype.numeric:
         boolean = dtype.kind is Kind.BOOL
+        numpy = dtype.numpy
 
         def numbers(values: Any, count: int, validity: Any) -> Any:
             flat = np.ascontiguousarray(values).reshape(-1)
+            if flat.dtype != numpy or flat.size != count:
+                raise unfit(f"expected {count} values of {numpy}, got {flat.size} of {flat.dtype}")
             if boolean:
                 return from_buffers(kind, count, [validity, pa.array(flat, kind).buffers()[1]], -1)
             return from_buffers(kind, count, [validity, py_buffer(flat)], -1)
 
         return numbers
     text = dtype.kind is Kind.STR
-    depth = len(inner)
+    depth = len(form.inner)
 
     def strings(values: Any, count: int, validity: Any) -> Any:
         for _ in range(depth):
             values = [item for row in values for item in row]
+        if len(values) != count:
+            raise unfit(f"expected {count} values, got {len(values)}")
         if accel.speedups is not None and type(values) is list:
             try:
                 offsets, data = accel.speedups.join_strings(values, text)

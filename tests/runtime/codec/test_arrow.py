@@ -326,6 +326,37 @@ def test_batch_input_is_checked_like_the_constructor(modules: dict[str, ModuleTy
         customer.Customer.encode_batch(batch)
 
 
+def test_to_arrow_checks_each_column_s_dtype_and_count(
+    modules: dict[str, ModuleType], pa: Any
+) -> None:
+    customer: Any = modules["customer"]
+    good = dict(
+        age=np.array([1, 2]),
+        movie=Ragged_of(modules, ["a", "b"]),
+        movie_ratings=Ragged_of(modules, np.array([1.0, 2.0], np.float32)),
+        suggestion=["x", "y"],
+        suggestion_purchased=np.zeros(2, np.float32),
+        purchase_price=np.zeros(2, np.float32),
+    )
+    assert customer.CustomerBatch(**good).to_arrow().num_rows == 2
+    for name, other, message in (
+        ("age", np.array([1.0, 2.0]), "expected 2 values of int64, got 2 of float64"),
+        ("purchase_price", np.zeros((2, 2), np.float32), "expected 2 values of float32, got 4 of"),
+        ("movie_ratings", Ragged_of(modules, np.array([1.0, 2.0])), "got 2 of float64"),
+    ):
+        batch = customer.CustomerBatch(**{**good, name: other})
+        with pytest.raises(
+            RecordError, match=rf"CustomerBatch.to_arrow: column {name!r} .*{message}"
+        ):
+            batch.to_arrow()
+    mnist: Any = modules["mnist"]
+    short = mnist.DigitBatch(label=np.array([1]), image=np.zeros((1, 783), np.int64))
+    with pytest.raises(
+        RecordError, match=r"column 'image' \(int64 of shape \[784\]\): expected 784 values"
+    ):
+        short.to_arrow()
+
+
 def Ragged_of(modules: dict[str, ModuleType], values: Any) -> Any:  # noqa: N802
     from codegen.runtime.codec.columns import Ragged
 
