@@ -118,6 +118,7 @@ from codegen.runtime.data.sources import (
 )
 from codegen.runtime.data.tfds import splits_sources
 from codegen.runtime.extras import optional_module
+from codegen.runtime.io import prefetch
 from codegen.runtime.io.compression import Compression
 from codegen.runtime.io.files import file_size
 from codegen.runtime.io.framing import FRAMING
@@ -136,7 +137,7 @@ from codegen.runtime.io.skips import (
     SkipReporter,
     check_on_error,
 )
-from codegen.runtime.io.urls import StorageOptions, is_url, open_url
+from codegen.runtime.io.urls import StorageOptions, is_url, read_parts
 
 if TYPE_CHECKING:
     from torch.utils.data import IterableDataset
@@ -785,18 +786,22 @@ class Dataset(Generic[T]):
     def _interleaved(self, order: list[int], shared: Shard | None) -> Iterator[_Raw]:
         """The records of the files ``order``, ``interleave`` files taking turns; a file at a URL
         is fetched ahead in a background thread, from the time the file before it is opened."""
-        ahead = FilesAhead(order, self._read_ahead, self.files.__getitem__)
+        ahead = FilesAhead(
+            order, self._read_ahead, self.files.__getitem__, chained=self.interleave == 1
+        )
         try:
             yield from self._turns(order, shared, ahead)
         finally:
             ahead.close()
 
-    def _read_ahead(self, file: int) -> Callable[[], BinaryIO] | None:
-        """How a read-ahead opens file ``file``: ``None`` for a local file or a file object."""
+    def _read_ahead(self, file: int) -> Callable[[], Iterator[memoryview]] | None:
+        """How a read-ahead fetches file ``file`` (in parts of
+        :data:`~codegen.runtime.io.prefetch.PART_SIZE` bytes, one request each): ``None`` for a
+        local file or a file object."""
         path = self.files[file]
         if self._streams is not None or not is_url(path):
             return None
-        return functools.partial(open_url, path, self._storage, cache_type="none")
+        return functools.partial(read_parts, path, self._storage, prefetch.PART_SIZE)
 
     def _turns(self, order: list[int], shared: Shard | None, ahead: FilesAhead) -> Iterator[_Raw]:
         if self.interleave == 1:

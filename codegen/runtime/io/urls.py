@@ -24,7 +24,7 @@ import io
 import os
 import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -44,6 +44,7 @@ __all__ = [
     "is_url",
     "local_path",
     "open_url",
+    "read_parts",
 ]
 
 StorageOptions = Mapping[str, Any]
@@ -126,12 +127,71 @@ def open_url(
     try:
         file: BinaryIO = fs.open(path, "rb", **{k: v for k, v in how.items() if v is not None})
     except FileNotFoundError:
-        if fs.isdir(path):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), url) from None
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), url) from None
+        raise _missing(fs, path, url) from None
     except IsADirectoryError:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), url) from None
     return file
+
+
+def _missing(fs: AbstractFileSystem, path: str, url: str) -> OSError:
+    """The error for the object ``url`` (``path`` in ``fs``) that was not found: a directory, or
+    no such object."""
+    if fs.isdir(path):
+        return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), url)
+    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), url)
+
+
+def read_parts(
+    url: str, storage_options: StorageOptions | None, part_size: int
+) -> Iterator[memoryview]:
+    """The bytes of the object at ``url`` in parts of ``part_size`` (the last one shorter), each
+    fetched by one ranged request (``cat_file``) as the part before it is taken: no file object,
+    and no request for the object's size when it holds at most ``part_size`` bytes.
+
+    The first request asks for one byte more than a part: fewer come back for an object of one
+    part, which ends it. A larger object's size is then asked once, and its other parts are asked
+    for exactly; a part of another length than asked (the object changed while it was read, or the
+    store ignored the range) is an ``OSError`` naming the object, as is an object that cannot be
+    found (``FileNotFoundError``, ``IsADirectoryError``). A store that answers the first request
+    with more bytes than asked ignored the range and sent the whole object: it is the only part.
+    """
+    fs, path = filesystem(url, storage_options)
+    try:
+        first: bytes = fs.cat_file(path, start=0, end=part_size + 1)
+    except FileNotFoundError:
+        raise _missing(fs, path, url) from None
+    except IsADirectoryError:
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), url) from None
+    except Exception:  # the plug-in's own error (aiohttp's for HTTP) for an unsatisfiable range
+        if _size_or_none(fs, path) == 0:  # a range of an empty object is not satisfiable
+            return
+        raise
+    if len(first) != part_size + 1:
+        if first:
+            yield memoryview(first)
+        return
+    yield memoryview(first)[:part_size]
+    del first
+    size = int(fs.size(path))
+    for start in range(part_size, size, part_size):
+        end = min(start + part_size, size)
+        part: bytes = fs.cat_file(path, start=start, end=end)
+        if len(part) != end - start:
+            raise OSError(
+                errno.EIO,
+                f"the store returned {len(part)} bytes for the {end - start} bytes at offset"
+                f" {start} (the object changed while it was read, or the store ignores ranges)",
+                url,
+            )
+        yield memoryview(part)
+
+
+def _size_or_none(fs: AbstractFileSystem, path: str) -> int | None:
+    """The size of the object ``path`` of ``fs``, ``None`` if it cannot be found."""
+    try:
+        return int(fs.size(path))
+    except OSError:
+        return None
 
 
 def glob(pattern: str, storage_options: StorageOptions | None = None) -> list[str]:

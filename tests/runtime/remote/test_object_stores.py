@@ -5,6 +5,7 @@ next shard ahead, with DataLoader workers) and the CLI (configured by the enviro
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -80,7 +81,7 @@ def test_the_dataset_of_a_bucket_gives_the_records_of_local_files_in_the_same_or
 
 
 def test_stopping_early_stops_the_read_ahead(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(prefetch, "BLOCK_SIZE", 1024)  # shards of many blocks: threads that wait
+    monkeypatch.setattr(prefetch, "PART_SIZE", 1024)  # shards of many parts: threads that wait
     url = f"{s3.new_bucket()}/digits"
     options = s3.storage_options
     Digit.write_dataset(url, digits(1200), shards=2, compression=None, storage_options=options)
@@ -89,6 +90,40 @@ def test_stopping_early_stops_the_read_ahead(s3: Any, monkeypatch: pytest.Monkey
     assert len(read_ahead_threads()) == 2  # this shard's and the next one's, started already
     records.close()
     assert not read_ahead_threads()
+
+
+@pytest.fixture
+def s3_calls(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """The S3 operations s3fs calls from now on, counted by name."""
+    import s3fs
+
+    calls: collections.Counter[str] = collections.Counter()
+    call = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        calls[method] += 1
+        return await call(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    return calls
+
+
+def test_an_epoch_asks_one_request_per_shard(s3: Any, s3_calls: collections.Counter[str]) -> None:
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(100), shards=4, storage_options=options)
+    s3_calls.clear()
+    dataset = Digit.dataset(url, batch_size=16, storage_options=options)
+    assert s3_calls == {"list_objects_v2": 2, "get_object": 1}  # the listing, the manifest
+    for _ in range(2):
+        s3_calls.clear()
+        assert sum(len(batch) for batch in dataset) == 100
+        assert s3_calls == {"get_object": 4}  # each shard whole, its size from the listing
+    files = [f"s3://{name}" for name in sorted(s3.fs.glob(f"{url[5:]}/*.tfrecord*"))]
+    dataset = Digit.dataset(files, batch_size=16, storage_options=options)
+    s3_calls.clear()
+    assert sum(len(batch) for batch in dataset) == 100
+    assert s3_calls == {"get_object": 4}
 
 
 def test_an_error_while_reading_stops_the_read_ahead(s3: Any) -> None:
