@@ -126,6 +126,45 @@ def test_an_epoch_asks_one_request_per_shard(s3: Any, s3_calls: collections.Coun
     assert s3_calls == {"get_object": 4}
 
 
+def test_a_resumed_dataset_of_a_bucket_yields_what_was_left_exactly_once(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prefetch, "PART_SIZE", 4096)  # shards of many parts, fetched in chains
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(300), shards=3, compression=None, storage_options=options)
+    how = {"batch_size": 16, "shuffle_buffer": 32, "seed": 3, "storage_options": options}
+    whole = [batch.label.tolist() for batch in Digit.dataset(url, **how)]
+    first = Digit.dataset(url, **how)
+    batches = iter(first)
+    taken = [next(batches).label.tolist() for _ in range(7)]
+    state = first.state_dict()
+    batches.close()
+    assert not read_ahead_threads()
+    resumed = Digit.dataset(url, **how)
+    resumed.load_state_dict(state)
+    rest = [batch.label.tolist() for batch in resumed]
+    assert taken + rest == whole
+    assert sorted(sum(taken + rest, [])) == list(range(300))
+
+
+def test_a_replaced_shard_is_skipped_and_the_next_one_is_still_fetched(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prefetch, "PART_SIZE", 1024)  # the replaced shard's fetch waits, unread
+    url = f"{s3.new_bucket()}/digits"
+    options = s3.storage_options
+    Digit.write_dataset(url, digits(40), shards=4, compression=None, storage_options=options)
+    shards = sorted(s3.fs.glob(f"{url[5:]}/*.tfrecord*"))
+    lost = {d.label for d in Digit.read_tfrecord(f"s3://{shards[1]}", storage_options=options)}
+    s3.fs.pipe(shards[1], b"not the shard that was written" * 300)
+    dataset = Digit.dataset(url, batch_size=None, on_error="skip", storage_options=options)
+    labels = [d.label for d in dataset]
+    assert len(lost) == 10 and labels == [i for i in range(40) if i not in lost]
+    assert dataset.skipped.spans == 1
+    assert not read_ahead_threads()
+
+
 def test_an_error_while_reading_stops_the_read_ahead(s3: Any) -> None:
     url = f"{s3.new_bucket()}/digits"
     options = s3.storage_options
