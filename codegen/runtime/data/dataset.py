@@ -80,6 +80,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import operator
 import os
 import secrets
 import sys
@@ -170,6 +171,14 @@ _RECORD_CHUNK = 256
 
 _Raw = tuple[bytes, int, int]
 """A raw record, its file's position in :attr:`Dataset.files` and its index in that file."""
+
+_Run = tuple[list[bytes], int, int]
+"""Records read together from one file (a buffer of it), in order: the records, the file's
+position in :attr:`Dataset.files` and the index of the first record in that file."""
+
+
+_DATA = operator.itemgetter(0)
+"""A raw record's data."""
 
 
 class ColumnBatch(Protocol):
@@ -692,7 +701,7 @@ class Dataset(Generic[T]):
                         ended = True
                         break
                     ended = len(chunk) < size  # the epoch's last, smaller batch
-                    data = [raw[0] for raw in chunk]
+                    data = list(map(_DATA, chunk))
                     pending.append((chunk, tape.consumed, submit(decode_batch, data)))
                 if not pending:
                     return
@@ -743,31 +752,40 @@ class Dataset(Generic[T]):
 
     # --- the raw records of one shard ------------------------------------------------------------
 
-    def _epoch_records(self, shard: Shard, epoch: int, quota: int | None) -> Iterator[_Raw]:
-        """The raw records of ``epoch`` of ``shard``, shuffled; with ``equal_batches`` exactly
-        ``quota`` of them: the first ``quota``, or the epoch's records followed by its first
-        records again until there are ``quota``."""
+    def _epoch_records(
+        self, shard: Shard, epoch: int, quota: int | None
+    ) -> tuple[Iterator[_Raw], Callable[[], None]]:
+        """The raw records of ``epoch`` of ``shard``, shuffled, and what closes their files; with
+        ``equal_batches`` exactly ``quota`` of them: the first ``quota``, or the epoch's records
+        followed by its first records again until there are ``quota``."""
         if quota is None:
-            yield from self._epoch_stream(shard, epoch)
-            return
+            return self._epoch_stream(shard, epoch)
+        filled = self._filled(shard, epoch, quota)
+        return filled, filled.close
+
+    def _filled(self, shard: Shard, epoch: int, quota: int) -> Generator[_Raw]:
         given = 0
         while given < quota:
-            stream = self._epoch_stream(shard, epoch)
+            stream, close = self._epoch_stream(shard, epoch)
             before = given
             try:
                 for raw in itertools.islice(stream, quota - given):
                     given += 1
                     yield raw
             finally:
-                stream.close()
+                close()
             if given == before:
                 raise TfrGenError(
                     f"Dataset: shard {shard.index} of {shard.count} read no record in epoch"
                     f" {epoch}, so equal_batches={self.equal_batches!r} cannot fill its batches"
                 )
 
-    def _epoch_stream(self, shard: Shard, epoch: int) -> Generator[_Raw]:
-        """The raw records of ``epoch`` of ``shard``, shuffled."""
+    def _epoch_stream(self, shard: Shard, epoch: int) -> tuple[Iterator[_Raw], Callable[[], None]]:
+        """The raw records of ``epoch`` of ``shard``, shuffled, and what closes their files.
+
+        The readers hand their records over a run (a buffer of the file) at a time, and the runs
+        become raw records in C (``zip``, slices for a shard's part of a run, ``chain``): without
+        shuffling, no step of Python runs per record."""
         by_file = len(self.files) >= shard.count
         shared = None if by_file else shard
         rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
@@ -776,16 +794,17 @@ class Dataset(Generic[T]):
             order = order[shard.index :: shard.count]
         if self.shuffle_buffer:
             rng.shuffle(order)
-        records = self._interleaved(order, shared)
-        if shared is not None:
-            records = _kept(records, shared)
+        runs = self._interleaved(order, shared)
+        raws = _raws if shared is None else functools.partial(_kept, shard=shared)
+        records: Iterator[_Raw] = itertools.chain.from_iterable(map(raws, runs))
         if self.shuffle_buffer:
             records = _shuffled(records, self.shuffle_buffer, rng)
-        yield from records
+        return records, runs.close
 
-    def _interleaved(self, order: list[int], shared: Shard | None) -> Iterator[_Raw]:
-        """The records of the files ``order``, ``interleave`` files taking turns; a file at a URL
-        is fetched ahead in a background thread, from the time the file before it is opened."""
+    def _interleaved(self, order: list[int], shared: Shard | None) -> Generator[_Run]:
+        """The runs of records of the files ``order``, ``interleave`` files taking turns (a run of
+        one record each); a file at a URL is fetched ahead in a background thread, from the time
+        the file before it is opened."""
         ahead = FilesAhead(
             order, self._read_ahead, self.files.__getitem__, chained=self.interleave == 1
         )
@@ -803,17 +822,17 @@ class Dataset(Generic[T]):
             return None
         return functools.partial(read_parts, path, self._storage, prefetch.PART_SIZE)
 
-    def _turns(self, order: list[int], shared: Shard | None, ahead: FilesAhead) -> Iterator[_Raw]:
+    def _turns(self, order: list[int], shared: Shard | None, ahead: FilesAhead) -> Iterator[_Run]:
         if self.interleave == 1:
             for file in order:
                 reader = self._open(file, shared, ahead)
                 if reader is None:
                     continue
                 with reader:
-                    # (data, file, index) tuples made in C: this runs per record
-                    yield from zip(
-                        reader.records(self._views), itertools.repeat(file), itertools.count()
-                    )
+                    start = 0
+                    for run in reader.runs(self._views):
+                        yield run, file, start
+                        start += len(run)
             return
         pending = iter(order)
         turns: list[tuple[int, SourceReader, Iterator[tuple[int, bytes]]]] = []
@@ -822,7 +841,7 @@ class Dataset(Generic[T]):
                 opened = self._next_open(pending, shared, ahead)
                 if opened is None:
                     break
-                turns.append((*opened, enumerate(opened[1].records(self._views))))
+                turns.append((*opened, self._numbered(opened[1])))
             turn = 0
             while turns:
                 turn %= len(turns)
@@ -834,13 +853,17 @@ class Dataset(Generic[T]):
                     if opened is None:
                         del turns[turn]
                     else:
-                        turns[turn] = (*opened, enumerate(opened[1].records(self._views)))
+                        turns[turn] = (*opened, self._numbered(opened[1]))
                     continue
-                yield record[1], file, record[0]
+                yield [record[1]], file, record[0]
                 turn += 1
         finally:
             for _, reader, _ in turns:
                 reader.close()
+
+    def _numbered(self, reader: SourceReader) -> Iterator[tuple[int, bytes]]:
+        """The records of ``reader`` one by one, with their indexes."""
+        return enumerate(itertools.chain.from_iterable(reader.runs(self._views)))
 
     def _next_open(
         self, pending: Iterator[int], shared: Shard | None, ahead: FilesAhead
@@ -1015,10 +1038,20 @@ def _to_dict(batch: ColumnBatch) -> dict[str, Any]:
     return batch.to_dict()
 
 
-def _kept(records: Iterator[_Raw], shard: Shard) -> Iterator[_Raw]:
-    """The records of ``shard`` when every shard reads every file: ``(file + index) % count``."""
-    index, count = shard.index, shard.count
-    return (raw for raw in records if (raw[1] + raw[2]) % count == index)
+def _raws(run: _Run) -> Iterator[_Raw]:
+    """The raw records of a run."""
+    records, file, start = run
+    return zip(records, itertools.repeat(file), range(start, start + len(records)), strict=False)
+
+
+def _kept(run: _Run, shard: Shard) -> Iterator[_Raw]:
+    """The raw records of a run that are ``shard``'s when every shard reads every file: those of
+    record index ``i`` of file ``j`` with ``(j + i) % count`` equal to the shard's index."""
+    records, file, start = run
+    count = shard.count
+    first = (shard.index - file - start) % count
+    indexes = range(start + first, start + len(records), count)
+    return zip(records[first::count], itertools.repeat(file), indexes, strict=False)
 
 
 def _shuffled(records: Iterator[_Raw], size: int, rng: np.random.Generator) -> Iterator[_Raw]:
@@ -1042,11 +1075,10 @@ def _shuffled(records: Iterator[_Raw], size: int, rng: np.random.Generator) -> I
 class _Tape:
     """An epoch's raw records taken in lists, counting them, with a look one record ahead."""
 
-    __slots__ = ("_held", "_records", "_source", "consumed")
+    __slots__ = ("_close", "_held", "_records", "consumed")
 
-    def __init__(self, records: Iterator[_Raw]) -> None:
-        self._source = records
-        self._records = records
+    def __init__(self, records: tuple[Iterator[_Raw], Callable[[], None]]) -> None:
+        self._records, self._close = records
         self._held: _Raw | None = None
         self.consumed = 0
 
@@ -1082,9 +1114,8 @@ class _Tape:
         return self._held is None
 
     def close(self) -> None:
-        close = getattr(self._source, "close", None)
-        if close is not None:
-            close()
+        """Closes the files being read."""
+        self._close()
 
 
 def _mark(at: list[int], tape: _Tape, consumed: int, maybe_last: bool) -> None:

@@ -366,16 +366,16 @@ class SourceReader:
                 self._file.close()
             raise
 
-    def records(self, views: bool) -> Iterator[bytes]:
-        """The records (memoryviews of the reader's buffers with ``views``, see
-        :meth:`~codegen.runtime.io.reader.TFRecordReader.views`), then the check."""
-        # Views stand in for bytes: every decoder takes any buffer.
-        records = cast("Iterator[bytes]", self.reader.views() if views else iter(self.reader))
+    def runs(self, views: bool) -> Iterator[list[bytes]]:
+        """The records in lists, one per stretch of the file the reader holds (memoryviews of
+        the reader's buffers with ``views``, see
+        :meth:`~codegen.runtime.io.reader.TFRecordReader.batches`), then the check."""
+        runs = self.reader.batches(views=views)
         if self._file is None:
-            return records
-        return itertools.chain(records, self._checked())  # no step of Python per record
+            return runs
+        return itertools.chain(runs, self._checked())
 
-    def _checked(self) -> Iterator[bytes]:
+    def _checked(self) -> Iterator[list[bytes]]:
         file, source = self._file, self._source
         assert file is not None and source.size is not None, "only a manifest's shards are checked"
         if file.size == source.size:

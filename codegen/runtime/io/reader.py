@@ -228,10 +228,12 @@ class TFRecordReader:
         self._records = self._generate(True)  # type: ignore[assignment]
         return self._records  # type: ignore[return-value]
 
-    def batches(self, size: int = _READ_CHUNK) -> Iterator[list[bytes]]:
+    def batches(self, size: int = _READ_CHUNK, views: bool = False) -> Iterator[list[bytes]]:
         """The records in lists, one list per stretch of the stream the reader holds (about
         ``size`` bytes, 1 MiB by default, read at once): an iterator to take in place of the
-        reader before any record is read, for callers that work on many records at once.
+        reader before any record is read, for callers that work on many records at once. With
+        ``views``, the records are memoryviews of the reader's buffers, as :meth:`views` gives
+        them (typed ``bytes``: every decoder takes any buffer).
 
         After each list, :attr:`index` counts the records of all lists so far and :attr:`offset`
         is just past the list's last record; errors and skipped stretches are as for single
@@ -243,11 +245,11 @@ class TFRecordReader:
             raise ValueError(f"size must be positive, got {size}")
         self._records.close()
         self._read_size = size
-        batches = self._generate_batches()
+        batches = self._generate_batches(views)
         self._records = batches  # type: ignore[assignment]  # close() ends it
         return batches
 
-    def _generate_batches(self) -> Generator[list[bytes], None, None]:
+    def _generate_batches(self, views: bool) -> Generator[list[bytes], None, None]:
         """The records a list at a time: every whole, valid frame of the current buffer in one
         call; the first one that is not goes to :meth:`_advance`."""
         self._started = True
@@ -255,13 +257,13 @@ class TFRecordReader:
         scan = framing.FRAMES.scan_frames
         try:
             while True:
-                records, stop = scan(self._buf, self._pos, verify, False)
+                records, stop = scan(self._buf, self._pos, verify, views)
                 if self._max_record is not None and len(self._buf) - self._pos > self._max_record:
                     records, stop = self._within_limit(records, self._pos, stop)
                 self._pos = stop
                 if records:
                     self.index += len(records)
-                    yield records  # type: ignore[misc]  # bytes: scanned without views
+                    yield records  # type: ignore[misc]  # views stand in for bytes
                 if not self._advance():
                     if self._stream_error is not None:
                         self._report(self.offset, 0, self._stream_error)

@@ -230,6 +230,22 @@ def test_batches_read_the_size_asked_at_once() -> None:
         TFRecordReader(io.BytesIO(data)).batches(0)
 
 
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_batches_of_views_are_the_batches_without_copies(compression: Compression) -> None:
+    records = varied_records(5, count=1500)
+    data = b"".join(frame(r) for r in records)
+    if compression is not None:
+        data = compressed(data, compression)
+    copied = list(TFRecordReader(io.BytesIO(data), compression=compression).batches())
+    viewed = list(TFRecordReader(io.BytesIO(data), compression=compression).batches(views=True))
+    assert all(type(record) is memoryview for batch in viewed for record in batch)
+    assert [[bytes(r) for r in batch] for batch in viewed] == copied
+    spans: list[SkippedSpan] = []
+    skipping = skip_reader(corrupted(THREE_BYTES, 26 + 15), spans).batches(views=True)
+    assert [[bytes(r) for r in batch] for batch in skipping] == [[THREE[0]], [THREE[2]]]
+    assert [(s.offset, s.length) for s in spans] == [(26, 36)]
+
+
 def test_batches_of_a_corrupt_stream_skip_and_fail_like_records() -> None:
     data = corrupted(THREE_BYTES, 26 + 15)
     spans: list[SkippedSpan] = []
