@@ -102,6 +102,7 @@ from typing import (
 )
 
 import numpy as np
+import numpy.typing as npt
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.accel import speedups
@@ -1055,21 +1056,45 @@ def _kept(run: _Run, shard: Shard) -> Iterator[_Raw]:
 
 
 def _shuffled(records: Iterator[_Raw], size: int, rng: np.random.Generator) -> Iterator[_Raw]:
-    """``records`` through a shuffle buffer of ``size``: each next one drawn from the buffer."""
-    buffer: list[_Raw] = []
-    for raw in records:
-        buffer.append(raw)
-        if len(buffer) == size:
-            break
-    draws: list[int] = []
-    for raw in records:
-        if not draws:
-            draws = rng.integers(0, size, 1024).tolist()
-        slot = draws.pop()
-        yield buffer[slot]
-        buffer[slot] = raw
-    for slot in rng.permutation(len(buffer)).tolist():
-        yield buffer[slot]
+    """``records`` through a shuffle buffer of ``size``: once it is full, each next record takes
+    the place of the one drawn from it (a slot of ``rng.integers(0, size)``, drawn 1024 at a time
+    and taken last first), and at the end what the buffer holds comes out in the order of
+    ``rng.permutation``. Each 1024 draws are played at once on arrays of the records, so no step of
+    Python runs per record."""
+    return itertools.chain.from_iterable(_shuffled_runs(records, size, rng))
+
+
+_DRAWS = 1024
+"""Shuffle-buffer slots drawn at a time."""
+
+
+def _shuffled_runs(
+    records: Iterator[_Raw], size: int, rng: np.random.Generator
+) -> Iterator[list[_Raw]]:
+    """The records :func:`_shuffled` gives, a list per 1024 draws: draw ``k`` gives what its slot
+    holds then, which is the record the latest earlier draw of the same slot put there, or else
+    what the slot held before the draws; each slot drawn then holds the record of its last draw."""
+    buffer = _objects(list(itertools.islice(records, size)))
+    while len(buffer) == size and (incoming := list(itertools.islice(records, _DRAWS))):
+        slots = rng.integers(0, size, _DRAWS)[::-1][: len(incoming)]
+        new = _objects(incoming)
+        keys = np.sort(slots * _DRAWS + np.arange(len(slots)))  # by slot, then by draw
+        order, ranked = keys % _DRAWS, keys // _DRAWS
+        again = ranked[1:] == ranked[:-1]
+        earlier = np.full(len(slots), -1)
+        earlier[order[1:][again]] = order[:-1][again]
+        out = buffer[slots]
+        taken = earlier >= 0
+        out[taken] = new[earlier[taken]]
+        last = np.append(~again, True)
+        buffer[ranked[last]] = new[order[last]]
+        yield out.tolist()
+    yield buffer[rng.permutation(len(buffer))].tolist()
+
+
+def _objects(items: list[_Raw]) -> npt.NDArray[np.object_]:
+    """``items`` in a one-dimensional array of objects."""
+    return np.fromiter(items, dtype=object, count=len(items))
 
 
 class _Tape:
