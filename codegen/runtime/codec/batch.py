@@ -745,13 +745,21 @@ class _RawColumn(_Column):
             lengths = np.zeros(size, np.int64)
             lengths[present] = [dims[0] for dims in shapes]
             return Ragged(flat.reshape(-1, *self.shape[1:]), _splits(lengths))
+        if len(set(shapes)) == 1:  # one shape: each record's array a row of one reshape
+            values = list(flat.reshape(len(shapes), *shapes[0]))
+        else:
+            values = []
+            position = 0
+            for dims in shapes:
+                count = math.prod(dims)
+                values.append(flat[position : position + count].reshape(dims))
+                position += count
+        if len(values) == size:
+            return values
         stand_in = self.inner_layout.placeholder()
         arrays = [stand_in.copy() for _ in range(size)]
-        position = 0
-        for i, dims in zip(np.flatnonzero(present).tolist(), shapes, strict=True):
-            count = math.prod(dims)
-            arrays[i] = flat[position : position + count].reshape(dims)
-            position += count
+        for i, value in zip(np.flatnonzero(present).tolist(), values, strict=True):
+            arrays[i] = value
         return arrays
 
 
