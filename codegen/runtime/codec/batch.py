@@ -745,20 +745,21 @@ class _RawColumn(_Column):
             lengths = np.zeros(size, np.int64)
             lengths[present] = [dims[0] for dims in shapes]
             return Ragged(flat.reshape(-1, *self.shape[1:]), _splits(lengths))
+        rows: list[npt.NDArray[Any]]
         if len(set(shapes)) == 1:  # one shape: each record's array a row of one reshape
-            values = list(flat.reshape(len(shapes), *shapes[0]))
+            rows = list(flat.reshape(len(shapes), *shapes[0]))
         else:
-            values = []
+            rows = []
             position = 0
             for dims in shapes:
                 count = math.prod(dims)
-                values.append(flat[position : position + count].reshape(dims))
+                rows.append(flat[position : position + count].reshape(dims))
                 position += count
-        if len(values) == size:
-            return values
+        if len(rows) == size:
+            return rows
         stand_in = self.inner_layout.placeholder()
         arrays = [stand_in.copy() for _ in range(size)]
-        for i, value in zip(np.flatnonzero(present).tolist(), values, strict=True):
+        for i, value in zip(np.flatnonzero(present).tolist(), rows, strict=True):
             arrays[i] = value
         return arrays
 
