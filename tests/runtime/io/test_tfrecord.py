@@ -238,7 +238,7 @@ def test_batches_of_views_are_the_batches_without_copies(compression: Compressio
         data = compressed(data, compression)
     copied = list(TFRecordReader(io.BytesIO(data), compression=compression).batches())
     viewed = list(TFRecordReader(io.BytesIO(data), compression=compression).batches(views=True))
-    assert all(type(record) is memoryview for batch in viewed for record in batch)
+    assert all(isinstance(record, memoryview) for batch in viewed for record in batch)
     assert [[bytes(r) for r in batch] for batch in viewed] == copied
     spans: list[SkippedSpan] = []
     skipping = skip_reader(corrupted(THREE_BYTES, 26 + 15), spans).batches(views=True)
