@@ -1519,6 +1519,7 @@ typedef struct {
     Column ints;
     Column floats;
     int joined;        /* whether the caller asked for blob and sizes rather than a list */
+    int text;          /* whether the caller asked for the list's values as str (UTF-8) */
     Column blob;       /* its bytes values, one after another (a list of bytes is made of them) */
     Column sizes;      /* the size of each bytes value, int64 */
 } KeyColumns;
@@ -1820,9 +1821,10 @@ scan_record(const Input *input, Py_ssize_t index, Scan *scan, KeyColumns *keys,
     return status < 0 ? -1 : 0;
 }
 
-/* The bytes values of a key that is not joined: a list of bytes made of its blob and sizes. */
+/* The bytes values of a key that is not joined: a list made of its blob and sizes, of bytes, or
+ * (``text``) of str decoded as strict UTF-8; NULL with UnicodeDecodeError when one is not. */
 static PyObject *
-strings_list(const KeyColumns *key)
+values_list(const KeyColumns *key, int text)
 {
     Py_ssize_t count = key->sizes.used / 8;
     PyObject *list = PyList_New(count);
@@ -1830,7 +1832,9 @@ strings_list(const KeyColumns *key)
     const uint8_t *sizes = tfr_block_data(key->sizes.block);
     for (Py_ssize_t i = 0, at = 0; list != NULL && i < count; i++) {
         Py_ssize_t size = (Py_ssize_t)load_le64(sizes + 8 * i);
-        PyObject *value = PyBytes_FromStringAndSize((const char *)blob + at, size);
+        const char *data = (const char *)blob + at;
+        PyObject *value = text ? PyUnicode_DecodeUTF8(data, size, NULL)
+                               : PyBytes_FromStringAndSize(data, size);
         if (value == NULL) {
             Py_CLEAR(list);
             break;
@@ -1839,6 +1843,21 @@ strings_list(const KeyColumns *key)
         at += size;
     }
     return list;
+}
+
+/* The values of a key that is not joined: str for a ``text`` key whose values are all valid
+ * UTF-8 (its values are made once, not as bytes and then decoded), else bytes. */
+static PyObject *
+strings_list(const KeyColumns *key)
+{
+    if (key->text) {
+        PyObject *texts = values_list(key, 1);
+        if (texts != NULL || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            return texts;
+        }
+        PyErr_Clear(); /* the caller decodes the bytes itself, and refuses them */
+    }
+    return values_list(key, 0);
 }
 
 /* The result tuple of one key; its columns are given up. */
@@ -1879,11 +1898,12 @@ clear_key_columns(KeyColumns *key)
 }
 
 static int
-open_key_columns(KeyColumns *key, Py_ssize_t records, int joined)
+open_key_columns(KeyColumns *key, Py_ssize_t records, int joined, int text)
 {
     key->kinds_array = PyByteArray_FromStringAndSize(NULL, records);
     key->counts_array = PyByteArray_FromStringAndSize(NULL, 8 * records);
     key->joined = joined;
+    key->text = text;
     if (key->kinds_array == NULL || key->counts_array == NULL || column_open(&key->ints, 1) < 0
         || column_open(&key->floats, 1) < 0 || column_open(&key->blob, 1) < 0
         || column_open(&key->sizes, 1) < 0) {
@@ -1962,10 +1982,10 @@ static PyObject *
 scan_batch(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *records_arg, *keys_arg, *joined_arg = NULL;
+    PyObject *records_arg, *keys_arg, *joined_arg = NULL, *texts_arg = NULL;
     PyObject *unrequested = Py_None, *irregular = Py_None;
-    if (!PyArg_ParseTuple(args, "OO|OOO:scan_batch", &records_arg, &keys_arg, &joined_arg,
-                          &unrequested, &irregular)) {
+    if (!PyArg_ParseTuple(args, "OO|OOOO:scan_batch", &records_arg, &keys_arg, &joined_arg,
+                          &unrequested, &irregular, &texts_arg)) {
         return NULL;
     }
     if ((unrequested != Py_None && !PyDict_Check(unrequested))
@@ -2005,14 +2025,20 @@ scan_batch(PyObject *module, PyObject *args)
         goto done;
     }
     for (Py_ssize_t j = 0; j < nkeys; j++) {
-        int joined = 0;
+        int joined = 0, text = 0;
         if (joined_arg != NULL) {
             joined = PySequence_Contains(joined_arg, PyTuple_GET_ITEM(keys, j));
             if (joined < 0) {
                 goto done;
             }
         }
-        if (open_key_columns(&columns[j], nrecords, joined) < 0) {
+        if (texts_arg != NULL && texts_arg != Py_None) {
+            text = PySequence_Contains(texts_arg, PyTuple_GET_ITEM(keys, j));
+            if (text < 0) {
+                goto done;
+            }
+        }
+        if (open_key_columns(&columns[j], nrecords, joined, text) < 0) {
             goto done;
         }
     }
@@ -2097,7 +2123,7 @@ PyDoc_STRVAR(encode_int64_packed_doc,
 "memoryview, any shape, C order); negative values take ten bytes (two's complement).");
 
 PyDoc_STRVAR(scan_batch_doc,
-"scan_batch(records, keys, joined=(), unrequested=None, irregular=None)\n"
+"scan_batch(records, keys, joined=(), unrequested=None, irregular=None, texts=())\n"
 "    -> list[tuple[bytearray, bytearray, Block, Block, list]]\n\n"
 "Columns of the features ``keys`` (a sequence of bytes) over the serialized Examples\n"
 "``records``, one tuple per key, in the order of ``keys``:\n\n"
@@ -2108,7 +2134,8 @@ PyDoc_STRVAR(scan_batch_doc,
 "  floats  Block of little-endian float32: the values of the records of kind 2;\n"
 "  strings list of bytes: the values of the records of kind 1; for a key in ``joined``,\n"
 "          a tuple (blob, sizes) of Blocks instead: the values one after another, and\n"
-"          the size of each as little-endian int64.\n\n"
+"          the size of each as little-endian int64. For a key in ``texts``, the list's\n"
+"          values are str (strict UTF-8) when every one is valid UTF-8, else bytes.\n\n"
 "A record's values of kind k are the next counts[i] entries of the kind-k column. Each\n"
 "record is read once, with parse_example's rules; then the bodies of the requested keys are\n"
 "decoded in the order of ``keys``. A malformed record raises RecordError('record <i>: ' +\n"

@@ -35,10 +35,15 @@ class BlockBuffer(Protocol):
 
 
 ScanColumns = tuple[
-    bytearray, bytearray, BlockBuffer, BlockBuffer, list[bytes] | tuple[BlockBuffer, BlockBuffer]
+    bytearray,
+    bytearray,
+    BlockBuffer,
+    BlockBuffer,
+    list[bytes] | list[str] | tuple[BlockBuffer, BlockBuffer],
 ]
 """What ``scan_batch`` gives per key: kinds, counts, int64 values, float32 values (``Block``
-objects), and the bytes values: a list, or for a joined key a ``(blob, sizes)`` pair of Blocks."""
+objects), and the bytes values: a list (of ``str`` for a key of ``texts`` whose values are all
+UTF-8), or for a joined key a ``(blob, sizes)`` pair of Blocks."""
 
 
 @runtime_checkable
@@ -131,10 +136,12 @@ class Speedups(Protocol):
         joined: tuple[bytes, ...] = (),
         unrequested: dict[bytes, int] | None = None,
         irregular: list[int] | None = None,
+        texts: tuple[bytes, ...] = (),
         /,
     ) -> list[ScanColumns]:
         """Per key, the columns of its feature over all ``records``; for the keys in ``joined``,
-        ``(blob, sizes)`` in place of the list of bytes values; the other keys found go into
+        ``(blob, sizes)`` in place of the list of bytes values; for the keys in ``texts``, the
+        values as ``str`` when they are all valid UTF-8; the other keys found go into
         ``unrequested`` (key -> first record), the records with top-level fields besides
         ``features`` into ``irregular`` (see the extension's doc)."""
         ...

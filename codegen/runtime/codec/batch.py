@@ -77,7 +77,9 @@ class KeyScan:
     :data:`ABSENT` no such key) and ``counts[i]`` how many values it holds; ``ints``, ``floats``
     and ``strings`` hold the values of the records of kind 3, 2 and 1, in record order. For a key
     scanned as ``joined``, the bytes values are instead one after another in ``blob`` (writable),
-    ``sizes`` the size of each, and ``strings`` is empty.
+    ``sizes`` the size of each, and ``strings`` is empty. For a key scanned as ``texts`` whose
+    values the accelerator decoded (all valid UTF-8), they are ``texts`` instead, as ``str``, and
+    ``strings`` is empty.
     """
 
     kinds: npt.NDArray[np.uint8]
@@ -87,6 +89,7 @@ class KeyScan:
     strings: list[bytes]
     blob: memoryview | None = None
     sizes: npt.NDArray[np.int64] | None = None
+    texts: list[str] | None = None
 
 
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -117,12 +120,15 @@ def scan_keys(
     data: Sequence[BytesLike],
     keys: Sequence[bytes],
     joined: Sequence[bytes] = (),
+    texts: Sequence[bytes] = (),
     *,
     unrequested: dict[bytes, int] | None = None,
     irregular: list[int] | None = None,
 ) -> list[KeyScan]:
     """The :class:`KeyScan` of every key (UTF-8 bytes) over the serialized Examples ``data``; the
-    bytes values of the keys in ``joined`` are joined into one buffer.
+    bytes values of the keys in ``joined`` are joined into one buffer; those of the keys in
+    ``texts`` may come as ``str`` (the accelerator makes them so when they are all valid UTF-8,
+    rather than bytes to decode after: see :func:`_texts`).
 
     With ``unrequested``, every other key of the records maps to the index of the first record
     that has it (a key already there keeps its index); with ``irregular``, the index of every
@@ -134,7 +140,7 @@ def scan_keys(
     if speedups is not None:
         scans = []
         for kinds, counts, ints, floats, strings in speedups.scan_batch(
-            data, tuple(keys), tuple(joined), unrequested, irregular
+            data, tuple(keys), tuple(joined), unrequested, irregular, tuple(texts)
         ):
             scan = KeyScan(
                 np.frombuffer(kinds, np.uint8),
@@ -147,8 +153,10 @@ def scan_keys(
                 blob, sizes = strings
                 sizes_array = np.frombuffer(memoryview(sizes), "<i8").astype(np.int64, copy=False)
                 scan = replace(scan, blob=memoryview(blob), sizes=sizes_array)
+            elif strings and type(strings[0]) is str:
+                scan = replace(scan, texts=strings)
             else:
-                scan = replace(scan, strings=strings)
+                scan = replace(scan, strings=cast("list[bytes]", strings))
             scans.append(scan)
         return scans
     requested = set(keys)
@@ -301,8 +309,12 @@ def quiet_signaling_nans(values: npt.NDArray[np.float32]) -> npt.NDArray[np.floa
     return quiet
 
 
-def _texts(items: list[bytes], dtype: DType) -> list[Any]:
-    """``bytes`` values as the dtype's items: ``str`` (valid UTF-8, else refused) or ``bytes``."""
+def _texts(scan: KeyScan, dtype: DType) -> list[Any]:
+    """The scan's ``bytes`` values as the dtype's items: ``str`` (valid UTF-8, else refused; as
+    the accelerator decoded them, when it did) or ``bytes``."""
+    if scan.texts is not None:
+        return scan.texts
+    items = scan.strings
     if dtype.kind is not Kind.STR:
         return items
     try:
@@ -559,9 +571,11 @@ class _Column(abc.ABC):
     joined: tuple[bytes, ...] = ()
     """Those of :attr:`keys` whose bytes values the column takes joined (see :class:`KeyScan`)."""
 
-    def __init__(self, layout: _Layout, keys: Iterable[str]) -> None:
+    def __init__(self, layout: _Layout, keys: Iterable[str], *, text: bool = False) -> None:
         self.layout = layout
         self.keys = tuple(key.encode("utf-8") for key in keys)
+        self.texts = self.keys[:1] if text else ()
+        """The key whose values the column reads as ``str`` (its own, for a text feature)."""
 
     @abc.abstractmethod
     def build(self, scans: Sequence[KeyScan], size: int) -> Any:
@@ -587,7 +601,11 @@ class _FixedColumn(_Column):
         self.fill = layout.placeholder() if default is None else default
         """What an absent record holds (per-record form): a placeholder, or the default."""
         self.has_fill = self.masked or default is not None
-        super().__init__(_MaskedLayout(layout) if self.masked else layout, (codec.key,))
+        super().__init__(
+            _MaskedLayout(layout) if self.masked else layout,
+            (codec.key,),
+            text=codec.dtype.kind is Kind.STR,
+        )
 
     def build(self, scans: Sequence[KeyScan], size: int) -> Any:
         scan = scans[0]
@@ -615,7 +633,7 @@ class _FixedColumn(_Column):
             column[...] = self.fill
             column[present] = values
             return column
-        items = _nest(_texts(scan.strings, self.dtype), self.shape)
+        items = _nest(_texts(scan, self.dtype), self.shape)
         if everyone:
             return items
         depth = len(self.shape)
@@ -642,7 +660,11 @@ class _RowsColumn(_Column):
         else:
             leaves = _ItemLeaves(len(self.inner))
         layout = _Rows(1, leaves)
-        super().__init__(_MaskedLayout(layout) if self.masked else layout, (codec.key,))
+        super().__init__(
+            _MaskedLayout(layout) if self.masked else layout,
+            (codec.key,),
+            text=codec.dtype.kind is Kind.STR,
+        )
 
     def build(self, scans: Sequence[KeyScan], size: int) -> Any:
         scan = scans[0]
@@ -654,7 +676,7 @@ class _RowsColumn(_Column):
         if self.dtype.numeric:
             values = _numbers(scan, self.dtype).reshape(-1, *self.inner)
         else:
-            values = _nest(_texts(scan.strings, self.dtype), self.inner)
+            values = _nest(_texts(scan, self.dtype), self.inner)
         column = Ragged(values, _splits(counts // self.row_size))
         if not self.masked:
             return column
@@ -829,7 +851,11 @@ class _RaggedColumn(_Column):
             leaves = _ItemLeaves(len(self.row))
         layout = _Rows(self.levels, leaves)
         keys = (codec.key, *codec.companion_keys)
-        super().__init__(_MaskedLayout(layout) if self.masked else layout, keys)
+        super().__init__(
+            _MaskedLayout(layout) if self.masked else layout,
+            keys,
+            text=codec.dtype.kind is Kind.STR,
+        )
 
     def build(self, scans: Sequence[KeyScan], size: int) -> Any:
         own, companions = scans[0], scans[1:]
@@ -853,7 +879,7 @@ class _RaggedColumn(_Column):
         if self.dtype.numeric:
             leaves = _numbers(own, self.dtype).reshape(-1, *self.row)
         else:
-            leaves = _nest(_texts(own.strings, self.dtype), self.row)
+            leaves = _nest(_texts(own, self.dtype), self.row)
         for values in reversed(lengths):
             leaves = Ragged(leaves, _splits(values))
         column = Ragged(leaves, _splits(companions[0].counts))
@@ -951,6 +977,7 @@ class BatchCodec:
             record, self._codecs, self._sequence_codecs if self._sequence else None
         )
         self._joined = tuple(key for column in self._columns for key in column.joined)
+        self._texts = tuple(key for column in self._columns for key in column.texts)
 
     def decode(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
         """The columns of the serialized records ``data``, equal to :meth:`columns` of per-record
@@ -964,7 +991,7 @@ class BatchCodec:
         return self.columns([self._decode_each(i, record) for i, record in enumerate(data)])
 
     def _fast(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
-        scans = scan_keys(data, self._keys, self._joined)
+        scans = scan_keys(data, self._keys, self._joined, self._texts)
         size = len(data)
         columns = []
         position = 0

@@ -777,7 +777,9 @@ def scan_c(sp: accel.Speedups, records: Sequence[bytes], keys: tuple[bytes, ...]
             assert [type(column) for column in columns] == [bytearray] * 2 + [sp.Block] * 2 + [list]
             kinds, counts, ints, floats, values = columns
             assert isinstance(values, list)  # not a (blob, sizes) pair: no key is joined
-            scanned.append((bytes(kinds), bytes(counts), bytes(ints), bytes(floats), values))
+            assert all(type(value) is bytes for value in values)  # no key is read as text
+            bytes_values = cast("list[bytes]", values)
+            scanned.append((bytes(kinds), bytes(counts), bytes(ints), bytes(floats), bytes_values))
         return scanned
 
     return outcome(run)
@@ -930,6 +932,22 @@ def test_scan_batch_columns(sp: accel.Speedups) -> None:
     assert list(none[0]) == [1, 0, sp.ABSENT] and none[4] == [b"x"]
     assert sp.scan_batch([], (b"i",)) == [(bytearray(), bytearray(), bytearray(), bytearray(), [])]
     assert sp.scan_batch(records, ()) == []
+
+
+def test_text_keys_give_their_values_as_str_when_all_are_utf8(sp: accel.Speedups) -> None:
+    texts = ["ascii", "é ü", "", "日本"]
+    good = proto.Example(
+        features=pb_features({"t": (1, [t.encode() for t in texts]), "b": (1, [b"\xff"])})
+    )
+    bad = proto.Example(features=pb_features({"t": (1, [b"ok", b"\xc3(", b"\xed\xa0\x80"])}))
+    records = [good.SerializeToString(), bad.SerializeToString()]
+    (*_, both), (*_, raw) = sp.scan_batch(records, (b"t", b"b"), (), None, None, (b"t",))
+    assert both == [t.encode() for t in texts] + [b"ok", b"\xc3(", b"\xed\xa0\x80"]
+    assert raw == [b"\xff"]  # not asked for as text
+    (*_, decoded), _ = sp.scan_batch(records[:1], (b"t", b"b"), (), None, None, (b"t",))
+    assert decoded == texts and all(type(t) is str for t in decoded)
+    scans = batch.scan_keys(records[:1], (b"t",), (), (b"t",))
+    assert scans[0].texts == texts and scans[0].strings == []
 
 
 def test_scan_batch_rejects_keys_that_are_not_bytes(sp: accel.Speedups) -> None:
