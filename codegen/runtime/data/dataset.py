@@ -45,16 +45,19 @@ record of its part of the data once per epoch:
   at least ``S`` files, the files whose position ``j`` in the sorted list has ``j % S`` equal to
   it; with fewer files every shard reads all files and keeps record ``i`` of file ``j`` when
   ``(j + i) % S`` equals it. Either way each record is read by exactly one shard in every epoch.
-* **Where the work happens**: reading and CRC checks run in the iterating thread; batches are
-  decoded by ``num_threads`` threads (``None``, the default, is one: measured on two cores, more
-  threads do not yet outrun decoding in the iterating thread, whose reading hands the records
-  over one at a time; ask for more where the decoding dominates). The accelerator
-  decodes a batch's records without holding the GIL (``scan_batch``), so the threads decode in
-  parallel while the iterating thread reads ahead; up to ``2 * num_threads`` batches are in
-  flight. The batches come out in the order their records were read, so the order, the
-  positions of :meth:`Dataset.state_dict`, epochs and the exactly-once guarantees are those of
-  ``num_threads=1`` (decoding in the iterating thread). Records (``batch_size=None``) are decoded
-  one by one in the iterating thread.
+* **Where the work happens**: the iterating thread reads each file a buffer (about 1 MiB) at a
+  time (the reads release the GIL), finds and CRC-checks the buffer's frames in one call (without
+  the GIL when the accelerator is built) and hands the buffer's records over together: they become
+  batches without a step of Python per record, and a shuffle buffer plays its draws 1024 at a
+  time on arrays of records. Batches are decoded by ``num_threads`` threads (``None``, the
+  default, is one: measured on two cores, more threads do not yet outrun decoding in the
+  iterating thread; ask for more where the decoding dominates). The accelerator decodes a
+  batch's records without holding the GIL (``scan_batch``), so the threads decode in parallel
+  while the iterating thread reads ahead; up to ``2 * num_threads`` batches are in flight. The
+  batches come out in the order their records were read, so the order, the positions of
+  :meth:`Dataset.state_dict`, epochs and the exactly-once guarantees are those of
+  ``num_threads=1`` (decoding in the iterating thread). Records (``batch_size=None``) are
+  decoded one by one in the iterating thread.
 * **Bad data**: with ``on_error="raise"`` (the default) a corrupt or truncated file raises
   :class:`~codegen.errors.DataError` naming the file, record and byte offset; so does a record
   that does not decode. With ``on_error="skip"`` the readers resynchronise after corrupt stretches,
