@@ -10,6 +10,7 @@ import pytest
 
 from codegen.errors import DataError
 from codegen.runtime.io.compression import Compression, Deflate, use_deflate
+from codegen.runtime.io.members import MEMBER_HEADER_SIZE, member_size
 from codegen.runtime.io.reader import TFRecordReader, read_tfrecord
 from codegen.runtime.io.writer import write_tfrecord
 
@@ -71,6 +72,26 @@ def test_tensorflow_reads_our_files(
     path = tmp_path / f"ours{suffix}"
     write_tfrecord(path, records, compression=compression)
     assert tf_read(tf, path, tf_type) == records
+
+
+@pytest.mark.parametrize("deflate", DEFLATES)
+def test_tensorflow_reads_our_gzip_files_of_sized_members(
+    tf: Any, tmp_path: Path, deflate: Deflate
+) -> None:
+    use_deflate(deflate)
+    rng = random.Random(8)
+    records = [rng.randbytes(rng.randrange(40_000)) for _ in range(200)]
+    path = tmp_path / "ours.tfrecord.gz"
+    write_tfrecord(path, records)
+    data, members, start = path.read_bytes(), 0, 0
+    while start < len(data):
+        size = member_size(data[start : start + MEMBER_HEADER_SIZE])
+        assert size is not None
+        start, members = start + size, members + 1
+    assert members >= 3
+    assert tf_read(tf, path, "GZIP") == records
+    write_tfrecord(tmp_path / "empty.tfrecord.gz", [])
+    assert tf_read(tf, tmp_path / "empty.tfrecord.gz", "GZIP") == []
 
 
 def test_uncompressed_files_are_byte_identical(tf: Any, tmp_path: Path) -> None:

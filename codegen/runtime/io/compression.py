@@ -34,8 +34,10 @@ __all__ = [
     "Deflate",
     "HEAD_SIZE",
     "InflatingSource",
+    "Readable",
     "check_declared",
     "compressor",
+    "current_deflate",
     "detect_compression",
     "file_compression",
     "resolve_compression",
@@ -86,9 +88,16 @@ def use_deflate(name: Deflate | None = None) -> Deflate:
     return "zlib" if _deflate is zlib else "isal"
 
 
+def current_deflate() -> ModuleType:
+    """The module of the deflate implementation :func:`use_deflate` names (``zlib`` or ISA-L's
+    ``isal_zlib``, which has the same interface)."""
+    return _deflate
+
+
 _GZIP_MAGIC = b"\x1f\x8b"
 _WBITS: dict[str, int] = {"gzip": 16 + 15, "zlib": 15}  # zlib window bits (+16: gzip container)
 _COMPRESSED_CHUNK = 1 << 18  # compressed bytes fed to the decompressor at a time
+_MAX_OUTPUT = 1 << 20  # most uncompressed bytes one call of the decompressor makes
 
 
 _SUFFIXES: dict[str, Compression] = {".gz": "gzip", ".zlib": "zlib", ".zz": "zlib"}
@@ -237,53 +246,91 @@ class Readable(Protocol):
 
 
 class InflatingSource:
-    """The uncompressed bytes of a zlib stream or of one or more concatenated gzip members."""
+    """The uncompressed bytes of a zlib stream or of one or more concatenated gzip members.
 
-    def __init__(self, file: Readable, compression: Literal["gzip", "zlib"]) -> None:
+    Compressed bytes go to the decompressor in pieces aligned on multiples of 256 KiB from the
+    start of each gzip member, and each call makes at most 1 MiB: how many bytes come out before
+    an error depends only on the stream, not on how the file or the caller chunk their reads (so a
+    reader starting at a member boundary, ``after_member``, yields and fails as one that read the
+    members before it).
+    """
+
+    def __init__(
+        self, file: Readable, compression: Literal["gzip", "zlib"], *, after_member: bool = False
+    ) -> None:
         self._file = file
         self._name = compression
         self._wbits = _WBITS[compression]
         self._deflate = _deflate
         self._inflater: zlib._Decompress = self._deflate.decompressobj(self._wbits)
-        self._input = b""
-        self._started = False
+        self._input = b""  # compressed bytes read, not yet given to the decompressor
+        self._tail = b""  # bytes given to the decompressor that it has not consumed yet
+        self._fed = 0  # compressed bytes of the current member given to the decompressor
+        self._between = after_member  # at the end of a member, before the next one (if any)
+        self._started = after_member
+        self._out = memoryview(b"")
 
     def readinto(self, buffer: memoryview) -> int:
         """Fills the start of ``buffer`` with more bytes (at least one until the stream ends) and
         returns how many; 0 at the end. :class:`CompressedStreamError` for a corrupt or truncated
         stream."""
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
+        while not self._out:
+            out = self._inflate()
+            if out is None:
+                return 0
+            self._out = memoryview(out)
+        count = min(len(buffer), len(self._out))
+        buffer[:count] = self._out[:count]
+        self._out = self._out[count:]
+        return count
 
-    def read(self, size: int) -> bytes:
-        """Up to ``size`` more bytes (at least one until the stream ends), ``b""`` at the end."""
-        while True:
-            if self._inflater.eof:
-                rest = self._inflater.unused_data or self._file.read(_COMPRESSED_CHUNK)
-                if not rest:
-                    return b""
-                if self._name != "gzip":
-                    raise CompressedStreamError("corrupt zlib stream: data after its end")
-                if not _GZIP_MAGIC.startswith(rest[:2]):
-                    raise CompressedStreamError(
-                        "corrupt gzip stream: data after the end of a member is not another member"
-                    )
-                self._inflater = self._deflate.decompressobj(self._wbits)  # the next gzip member
-                self._input = rest
-            elif not self._input:
-                self._input = self._file.read(_COMPRESSED_CHUNK)
-                if not self._input:
-                    if not self._started:
-                        return b""  # an empty file holds no records
-                    raise CompressedStreamError(
-                        f"truncated {self._name} stream: the file ends inside compressed data"
-                    )
-                self._started = True
-            try:
-                out = self._inflater.decompress(self._input, size)
-            except (zlib.error, self._deflate.error) as exc:
-                raise CompressedStreamError(f"corrupt {self._name} stream: {exc}") from None
-            self._input = b"" if self._inflater.eof else self._inflater.unconsumed_tail
-            if out:
-                return out
+    def _piece(self, size: int) -> bytes:
+        """The next ``size`` compressed bytes (fewer only at the end of the file)."""
+        data, self._input = self._input, b""
+        if len(data) >= size:
+            self._input = data[size:]
+            return data[:size]
+        parts = [data]
+        got = len(data)
+        while got < size:
+            more = self._file.read(size - got)
+            if not more:
+                break
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
+
+    def _inflate(self) -> bytes | None:
+        """The output of one call of the decompressor (possibly empty); ``None`` at the end."""
+        if self._between or self._inflater.eof:
+            if not self._between:  # bytes after the member's end start what follows it
+                self._input = self._inflater.unused_data + self._input
+            self._between = True
+            piece = self._piece(_COMPRESSED_CHUNK)
+            if not piece:
+                return None
+            if self._name != "gzip":
+                raise CompressedStreamError("corrupt zlib stream: data after its end")
+            if not piece.startswith(_GZIP_MAGIC[: len(piece)]):
+                raise CompressedStreamError(
+                    "corrupt gzip stream: data after the end of a member is not another member"
+                )
+            self._inflater = self._deflate.decompressobj(self._wbits)  # the next gzip member
+            self._between = False
+            self._tail, self._fed = piece, len(piece)
+        elif not self._tail:
+            self._tail = self._piece(_COMPRESSED_CHUNK - self._fed % _COMPRESSED_CHUNK)
+            if not self._tail:
+                if not self._started:
+                    return None  # an empty file holds no records
+                raise CompressedStreamError(
+                    f"truncated {self._name} stream: the file ends inside compressed data"
+                )
+            self._fed += len(self._tail)
+        self._started = True
+        try:
+            out: bytes = self._inflater.decompress(self._tail, _MAX_OUTPUT)
+        except (zlib.error, self._deflate.error) as exc:
+            raise CompressedStreamError(f"corrupt {self._name} stream: {exc}") from None
+        self._tail = b"" if self._inflater.eof else self._inflater.unconsumed_tail
+        return out

@@ -23,7 +23,6 @@ from codegen.runtime.io.compression import (
     CompressedStreamError,
     Compression,
     CompressionArg,
-    InflatingSource,
     check_declared,
 )
 from codegen.runtime.io.files import (
@@ -35,6 +34,7 @@ from codegen.runtime.io.files import (
     stream_name,
 )
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, Record, masked_crc
+from codegen.runtime.io.members import MemberInflater, inflating_source
 from codegen.runtime.io.resync import Resync
 from codegen.runtime.io.skips import (
     OnError,
@@ -164,7 +164,7 @@ class TFRecordReader:
             raise
         replay = Replay(head, self._file)
         self._source: _Source = (
-            replay if self.compression is None else InflatingSource(replay, self.compression)
+            replay if self.compression is None else inflating_source(replay, self.compression)
         )
         self._where = (
             "" if self.compression is None else f" (in the uncompressed {self.compression} stream)"
@@ -200,8 +200,7 @@ class TFRecordReader:
     def close(self) -> None:
         """Ends iteration and closes the file if the reader opened it."""
         self._records.close()
-        if self._owns_file:
-            self._file.close()
+        self._release()
 
     def __enter__(self) -> TFRecordReader:
         return self
@@ -269,8 +268,7 @@ class TFRecordReader:
                         self._report(self.offset, 0, self._stream_error)
                     return
         finally:
-            if self._owns_file:
-                self._file.close()
+            self._release()
 
     def _generate(self, views: bool = False) -> Generator[Record, None, None]:
         """The records: every whole, valid frame of the current buffer is checked and sliced in
@@ -297,8 +295,15 @@ class TFRecordReader:
                         self._report(self.offset, 0, self._stream_error)
                     return
         finally:
-            if self._owns_file:
-                self._file.close()
+            self._release()
+
+    def _release(self) -> None:
+        """Stops the source's worker threads, if any, and closes the file if the reader opened it:
+        when iteration ends, fails, or is closed."""
+        if isinstance(self._source, MemberInflater):
+            self._source.close()
+        if self._owns_file:
+            self._file.close()
 
     def _within_limit(self, records: list[Record], pos: int, stop: int) -> tuple[list[Record], int]:
         """The records scanned from ``pos`` to ``stop`` up to the first one larger than

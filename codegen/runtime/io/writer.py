@@ -40,6 +40,7 @@ from codegen.runtime.io.compression import (
     resolve_compression,
 )
 from codegen.runtime.io.files import PathLike, stream_name
+from codegen.runtime.io.members import gzip_member
 from codegen.runtime.io.urls import ObjectFile, StorageOptions, is_url, local_path
 
 __all__ = [
@@ -227,7 +228,9 @@ class TFRecordWriter:
     ``.zz`` zlib, otherwise and for a file object uncompressed), ``None``, ``"gzip"`` or ``"zlib"``;
     one the name's suffix contradicts (``None`` for ``x.tfrecord.gz``) raises
     :class:`~codegen.errors.TfrGenError` (see
-    :func:`~codegen.runtime.io.compression.resolve_compression`).
+    :func:`~codegen.runtime.io.compression.resolve_compression`). A gzip file is one gzip member
+    per chunk of about 1 MiB of framed records, each carrying its size, so that readers inflate
+    several at once (:mod:`~codegen.runtime.io.members`); every gzip reader reads it whole.
     """
 
     def __init__(
@@ -248,7 +251,8 @@ class TFRecordWriter:
             self.compression = resolve_compression(None, compression)
             self._atomic = None
             self._file = target
-        self._compressor = None if self.compression is None else compressor(self.compression)
+        self._compressor = None if self.compression != "zlib" else compressor(self.compression)
+        self._members = 0  # gzip members written
         self._batch: list[bytes] = []  # records accepted, not framed yet (they follow the parts)
         self._parts: list[bytes] = []  # framed records not yet written
         self._pending = 0  # framed size of the batch and the parts
@@ -319,7 +323,8 @@ class TFRecordWriter:
     def flush(self) -> None:
         """Hands every record written so far to the file and flushes it.
 
-        A compressed stream gets a sync point, so everything written can be decompressed. For a
+        A zlib stream gets a sync point and a gzip stream ends its member, so everything written
+        can be decompressed. For a
         path this reaches the temporary file only; the target appears on :meth:`close`.
         """
         if self._closed:
@@ -342,6 +347,8 @@ class TFRecordWriter:
             self._drain()
             if self._compressor is not None:
                 self._file.write(self._compressor.flush(zlib.Z_FINISH))
+            elif self.compression == "gzip" and not self._members:
+                self._file.write(gzip_member(b""))  # an empty gzip stream: no records
             if self._atomic is not None:
                 self._atomic.commit()
             else:
@@ -352,7 +359,8 @@ class TFRecordWriter:
             raise
 
     def _drain(self) -> None:
-        """Writes the collected records to the file, framed (through the compressor, if any)."""
+        """Writes the collected records to the file, framed (as one gzip member, or through the
+        zlib compressor, if compressed)."""
         if self._batch:
             self._frame_batch()
         if not self._parts:
@@ -362,6 +370,9 @@ class TFRecordWriter:
         self._pending = 0
         if self._compressor is not None:
             blob = self._compressor.compress(blob)
+        elif self.compression == "gzip":
+            blob = gzip_member(blob)
+            self._members += 1
         if blob:
             self._file.write(blob)
 

@@ -1,0 +1,219 @@
+"""Gzip streams made of members that carry their size, so that a reader inflates several at once.
+
+A gzip file is any number of members (RFC 1952), and every gzip reader (TensorFlow's, ``gzip``,
+``zcat``) reads them all. :class:`~codegen.runtime.io.writer.TFRecordWriter` writes each chunk of
+about 1 MiB of framed records as one member (:func:`gzip_member`) whose header has an extra field
+(``FEXTRA``) with the subfield ``TR`` holding the member's size in bytes, as BGZF does for
+genomics data. Knowing where the next member starts, :class:`MemberInflater` reads members ahead
+and inflates them in worker threads (the accelerated deflate releases the GIL), so inflating runs
+on several cores while the reader frames and checks records.
+
+A member without that subfield (any other writer's, TensorFlow's included), one cut short or one
+that does not inflate whole and alone makes the rest of the stream go through the sequential
+:class:`~codegen.runtime.io.compression.InflatingSource` from that member's start: what a reader
+yields and the errors it raises are those of reading the stream sequentially.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import ModuleType
+from typing import Literal
+
+from codegen.runtime.io.compression import (
+    InflatingSource,
+    Readable,
+    current_deflate,
+    use_deflate,
+)
+
+__all__ = [
+    "INFLATE_THREADS",
+    "MEMBER_HEADER_SIZE",
+    "MemberInflater",
+    "gzip_member",
+    "inflating_source",
+    "member_size",
+]
+
+# ID1 ID2 CM FLG(FEXTRA) MTIME XFL OS(unknown) XLEN, then the subfield: SI1 SI2 LEN and the size.
+_PREFIX = b"\x1f\x8b\x08\x04" + bytes(4) + b"\x00\xff" + struct.pack("<H", 12) + b"TR"
+_PREFIX += struct.pack("<H", 8)
+_SIZE = struct.Struct("<Q")
+_TRAILER = struct.Struct("<II")
+MEMBER_HEADER_SIZE = len(_PREFIX) + _SIZE.size
+"""The size of the header of a member written by :func:`gzip_member` (24 bytes)."""
+
+INFLATE_THREADS = 2
+"""Worker threads a :class:`MemberInflater` inflates members in."""
+_AHEAD = 2 * INFLATE_THREADS  # members read and inflating ahead of the one being read
+_MAX_MEMBER = (
+    1 << 28
+)  # larger declared sizes go through the sequential source (memory stays bounded)
+
+
+def gzip_member(data: bytes) -> bytes:
+    """``data`` as one gzip member whose header carries its size (deflated by the implementation
+    of :func:`~codegen.runtime.io.compression.use_deflate`, at its default level)."""
+    deflate = current_deflate()
+    body = deflate.compress(data, deflate.Z_DEFAULT_COMPRESSION, -15)
+    size = MEMBER_HEADER_SIZE + len(body) + _TRAILER.size
+    trailer = _TRAILER.pack(deflate.crc32(data), len(data) & 0xFFFFFFFF)
+    return b"".join((_PREFIX, _SIZE.pack(size), body, trailer))
+
+
+def member_size(header: bytes) -> int | None:
+    """The size a member header written by :func:`gzip_member` declares, or ``None`` if
+    ``header`` (its first :data:`MEMBER_HEADER_SIZE` bytes) is not one."""
+    if len(header) < MEMBER_HEADER_SIZE or not header.startswith(_PREFIX):
+        return None
+    (size,) = _SIZE.unpack_from(header, len(_PREFIX))
+    return int(size) if MEMBER_HEADER_SIZE < size <= _MAX_MEMBER else None
+
+
+def _read_exactly(file: Readable, size: int) -> bytes:
+    """The next ``size`` bytes of ``file`` (fewer only at its end)."""
+    data = file.read(size)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = file.read(size - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def _inflate(deflate: ModuleType, header: bytes, body: bytes) -> bytes | None:
+    """The uncompressed bytes of the member ``header + body``, or ``None`` if it does not inflate
+    whole (corrupt, cut short, or with data after its end)."""
+    inflater = deflate.decompressobj(16 + 15)
+    try:
+        inflater.decompress(header)
+        out: bytes = inflater.decompress(body)
+    except (zlib.error, deflate.error):
+        return None
+    return out if inflater.eof and not inflater.unused_data else None
+
+
+class _Chained:
+    """``head``, then the rest of ``file``."""
+
+    def __init__(self, head: bytes, file: Readable) -> None:
+        self._head = memoryview(head)
+        self._file = file
+
+    def read(self, size: int, /) -> bytes:
+        if self._head:
+            data = bytes(self._head[:size])
+            self._head = self._head[size:]
+            return data
+        return self._file.read(size)
+
+
+class MemberInflater:
+    """The uncompressed bytes of a gzip stream, its sized members inflated ahead in
+    :data:`INFLATE_THREADS` worker threads (at most a few members in memory at once).
+
+    :meth:`close` stops the workers (a reader calls it when it ends, early or not); the workers
+    start with the first read.
+    """
+
+    def __init__(self, file: Readable) -> None:
+        self._file = file
+        self._deflate = current_deflate()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[Future[bytes | None], bytes, bytes]] = deque()
+        self._rest: bytes | None = None  # bytes read that start no sized member
+        self._end = False  # the file is read to its end
+        self._after_member = False  # a member has been inflated (the stream is past its start)
+        self._out = memoryview(b"")
+        self._sequential: InflatingSource | None = None
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fills the start of ``buffer`` with more bytes (at least one until the stream ends) and
+        returns how many; 0 at the end. Errors are those of
+        :class:`~codegen.runtime.io.compression.InflatingSource`."""
+        while not self._out:
+            if self._sequential is not None:
+                return self._sequential.readinto(buffer)
+            if not self._next():
+                return 0
+        count = min(len(buffer), len(self._out))
+        buffer[:count] = self._out[:count]
+        self._out = self._out[count:]
+        return count
+
+    def close(self) -> None:
+        """Stops the worker threads (waiting for a member being inflated) and drops what was read
+        ahead."""
+        for future, _, _ in self._pending:
+            future.cancel()
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _next(self) -> bool:
+        """Makes the next member's bytes current, or switches to the sequential source; False at
+        the end of the stream."""
+        self._read_ahead()
+        if not self._pending:
+            if self._rest is None:
+                return False
+            self._fall_back(self._rest)
+            return True
+        future, header, body = self._pending.popleft()
+        out = future.result()
+        if out is None:  # from this member on, the sequential source finds what is wrong
+            rest = [header, body]
+            for _, later_header, later_body in self._pending:
+                rest += (later_header, later_body)
+            self.close()
+            self._fall_back(b"".join([*rest, self._rest or b""]))
+            return True
+        self._after_member = True
+        self._out = memoryview(out)
+        return True
+
+    def _read_ahead(self) -> None:
+        """Reads sized members and hands them to the workers, up to a few ahead."""
+        while self._rest is None and not self._end and len(self._pending) < _AHEAD:
+            header = _read_exactly(self._file, MEMBER_HEADER_SIZE)
+            if not header:
+                self._end = True
+                return
+            size = member_size(header)
+            if size is None:
+                self._rest = header
+                return
+            body = _read_exactly(self._file, size - MEMBER_HEADER_SIZE)
+            if len(body) < size - MEMBER_HEADER_SIZE:
+                self._rest = header + body
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(INFLATE_THREADS, "tfr-gen-inflate")
+            future = self._pool.submit(_inflate, self._deflate, header, body)
+            self._pending.append((future, header, body))
+
+    def _fall_back(self, rest: bytes) -> None:
+        """Reads the rest of the stream, starting with ``rest``, sequentially."""
+        source = _Chained(rest, self._file)
+        self._sequential = InflatingSource(source, "gzip", after_member=self._after_member)
+
+
+def inflating_source(
+    file: Readable, compression: Literal["gzip", "zlib"]
+) -> InflatingSource | MemberInflater:
+    """The source of the uncompressed bytes of ``file``: a :class:`MemberInflater` for gzip with
+    the accelerated deflate, else (the standard library's zlib, or a zlib stream) the sequential
+    :class:`~codegen.runtime.io.compression.InflatingSource`."""
+    if compression == "gzip" and use_deflate() == "isal":
+        return MemberInflater(file)
+    return InflatingSource(file, compression)

@@ -1,0 +1,223 @@
+"""Gzip files written as sized members, inflated in worker threads: the same records and the same
+positioned errors as sequential reading, and no thread left behind."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import io
+import random
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+
+import pytest
+
+from codegen.errors import DataError
+from codegen.runtime.io.compression import Deflate, InflatingSource, use_deflate
+from codegen.runtime.io.members import MEMBER_HEADER_SIZE, MemberInflater, member_size
+from codegen.runtime.io.reader import TFRecordReader
+from codegen.runtime.io.skips import SkippedSpan
+from codegen.runtime.io.writer import TFRecordWriter
+from support.framing import frame
+
+RNG = random.Random(15)
+RECORDS = [RNG.randbytes(RNG.randrange(0, 40_000)) for _ in range(400)] + [b"z" * 3_000_000]
+"""About 11 MiB of records, mostly incompressible, and a large compressible one: 8 members."""
+
+Outcome = tuple[list[bytes], tuple[int, int, str] | None, list[SkippedSpan]]
+
+
+def written(records: list[bytes], deflate: Deflate = "isal") -> bytes:
+    use_deflate(deflate)
+    out = io.BytesIO()
+    with TFRecordWriter(out, compression="gzip") as writer:
+        writer.write_many(records)
+    return out.getvalue()
+
+
+def member_offsets(data: bytes) -> list[int]:
+    """Where each member of a stream of sized members starts, and its end last."""
+    offsets = [0]
+    while offsets[-1] < len(data):
+        size = member_size(data[offsets[-1] : offsets[-1] + MEMBER_HEADER_SIZE])
+        assert size is not None
+        offsets.append(offsets[-1] + size)
+    assert offsets[-1] == len(data)
+    return offsets
+
+
+def sequential(file: io.BytesIO, compression: str) -> InflatingSource:
+    return InflatingSource(file, compression)  # type: ignore[arg-type]
+
+
+def read(
+    data: bytes, deflate: Deflate, *, threaded: bool, skip: bool = False
+) -> tuple[Outcome, list[str]]:
+    """What a reader yields from ``data`` with ``deflate`` (in worker threads or sequentially), the
+    error it stops with (index, offset, reason) and what it skipped; and the sources it used."""
+    use_deflate(deflate)
+    spans: list[SkippedSpan] = []
+    reader = TFRecordReader(
+        io.BytesIO(data),
+        compression="gzip",
+        on_error="skip" if skip else "raise",
+        on_skip=spans.append if skip else None,
+    )
+    if not threaded:
+        reader._source = sequential(reader._source._file, "gzip")  # type: ignore[attr-defined]
+    kind = type(reader._source).__name__
+    records: list[bytes] = []
+    try:
+        records.extend(reader)
+    except DataError as exc:
+        return (records, (exc.index, exc.offset, exc.reason), spans), [kind]
+    return (records, None, spans), [kind]
+
+
+def test_the_writer_writes_members_of_about_a_mebibyte_that_every_gzip_reader_reads() -> None:
+    data = written(RECORDS)
+    offsets = member_offsets(data)
+    assert len(offsets) - 1 >= 8  # members
+    assert gzip.decompress(data) == b"".join(map(frame, RECORDS))
+    assert zlib.decompressobj(31).decompress(data[offsets[0] : offsets[1]])  # one member alone
+    assert written(RECORDS, "zlib") != data and member_offsets(written(RECORDS, "zlib"))
+
+
+@pytest.mark.parametrize("writer", ["isal", "zlib", "gzip module"])
+def test_threaded_sequential_and_stdlib_reading_give_the_same_records(writer: str) -> None:
+    if writer == "gzip module":  # one member without a size, as TensorFlow writes
+        data = gzip.compress(b"".join(map(frame, RECORDS)))
+    else:
+        data = written(RECORDS, writer)  # type: ignore[arg-type]
+    threaded, kind = read(data, "isal", threaded=True)
+    assert kind == ["MemberInflater"]
+    assert threaded == read(data, "isal", threaded=False)[0]
+    assert threaded == read(data, "zlib", threaded=True)[0] == (RECORDS, None, [])
+
+
+def test_a_member_without_a_size_in_the_middle_is_read_in_order() -> None:
+    first, middle, last = RECORDS[:100], RECORDS[100:200], RECORDS[200:]
+    data = written(first) + gzip.compress(b"".join(map(frame, middle))) + written(last)
+    assert read(data, "isal", threaded=True)[0] == (RECORDS, None, [])
+
+
+def damaged(data: bytes, how: str) -> bytes:
+    """``data`` (sized members) damaged in its fourth member: ``how`` names the damage."""
+    offsets = member_offsets(data)
+    start, end = offsets[3], offsets[4]
+    if how == "truncated inside a member":
+        return data[: (start + end) // 2]
+    if how == "truncated inside a header":
+        return data[: start + 10]
+    if how == "garbage after the last member":
+        return data + b"garbage"
+    if how == "zero bytes after the last member":
+        return data + bytes(30)
+    damaged = bytearray(data)
+    if how == "corrupt deflate data":
+        for i in range(start + 200, start + 400):
+            damaged[i] ^= 0x5A
+    elif how == "corrupt checksum":
+        damaged[end - 6] ^= 1
+    elif how == "size too small":
+        struct.pack_into("<Q", damaged, start + 16, end - start - 100)
+    elif how == "size too large":
+        struct.pack_into("<Q", damaged, start + 16, end - start + 100)
+    elif how == "size past the end of the file":
+        struct.pack_into("<Q", damaged, start + 16, len(data) * 2)
+    else:
+        raise AssertionError(how)
+    return bytes(damaged)
+
+
+DAMAGES = [
+    "truncated inside a member",
+    "truncated inside a header",
+    "garbage after the last member",
+    "zero bytes after the last member",
+    "corrupt deflate data",
+    "corrupt checksum",
+    "size too small",
+    "size too large",
+    "size past the end of the file",
+]
+
+
+@pytest.mark.parametrize("skip", [False, True])
+@pytest.mark.parametrize("deflate", ["isal", "zlib"])
+@pytest.mark.parametrize("how", DAMAGES)
+def test_damaged_streams_fail_as_sequential_reading_does(
+    how: str, deflate: Deflate, skip: bool
+) -> None:
+    data = damaged(written(RECORDS), how)
+    threaded, _ = read(data, deflate, threaded=True, skip=skip)
+    assert threaded == read(data, deflate, threaded=False, skip=skip)[0]
+    records, error, spans = threaded
+    assert records == RECORDS[: len(records)]
+    if how.startswith("size"):  # the size is a hint: a wrong one changes nothing
+        assert threaded == (RECORDS, None, [])
+    elif skip:
+        assert error is None and spans and spans[-1].reason.endswith("stream)")
+    else:
+        assert error is not None and error[2].endswith("(in the uncompressed gzip stream)")
+
+
+@pytest.mark.parametrize("how", ["truncated inside a member", "truncated inside a header"])
+def test_truncation_is_reported_at_the_same_place_with_either_deflate(how: str) -> None:
+    data = damaged(written(RECORDS), how)
+    isal, _ = read(data, "isal", threaded=True)
+    assert isal == read(data, "zlib", threaded=False)[0]
+    assert isal[1] is not None and isal[1][2].startswith("truncated gzip stream")
+
+
+def inflate_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("tfr-gen-inflate")]
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "close",
+        "with block",
+        "dropped",
+        "error",
+        "end",
+    ],
+)
+def test_no_worker_thread_outlives_its_reader(stop: str) -> None:
+    use_deflate("isal")
+    data = written(RECORDS)
+    if stop == "error":
+        data = damaged(data, "corrupt deflate data")
+    assert inflate_threads() == []
+    reader = TFRecordReader(io.BytesIO(data), compression="gzip")
+    assert isinstance(reader._source, MemberInflater)
+    if stop == "close":
+        next(reader)
+        assert inflate_threads()
+        reader.close()
+    elif stop == "with block":
+        with pytest.raises(RuntimeError), reader:
+            next(reader)
+            raise RuntimeError("the consumer fails")
+    elif stop == "dropped":
+        next(reader)
+        del reader
+        gc.collect()
+    else:
+        failed: Callable[[], object] = lambda: list(reader)  # noqa: E731
+        if stop == "error":
+            with pytest.raises(DataError):
+                failed()
+        else:
+            assert failed() == RECORDS
+    assert inflate_threads() == []
+
+
+def test_an_empty_gzip_file_written_by_the_writer_holds_no_records() -> None:
+    data = written([])
+    assert member_offsets(data) == [0, len(data)]
+    assert gzip.decompress(data) == b""
+    assert read(data, "isal", threaded=True)[0] == ([], None, [])
