@@ -20,10 +20,10 @@ import os
 import struct
 import zlib
 from types import ModuleType
-from typing import Literal, Protocol
+from typing import Literal
 
 from codegen.errors import DataError, TfrGenError
-from codegen.runtime.io.files import open_input, read_head
+from codegen.runtime.io.files import Readable, open_input, read_head
 from codegen.runtime.io.framing import masked_crc
 from codegen.runtime.io.urls import StorageOptions
 
@@ -34,7 +34,6 @@ __all__ = [
     "Deflate",
     "HEAD_SIZE",
     "InflatingSource",
-    "Readable",
     "check_declared",
     "compressor",
     "current_deflate",
@@ -235,14 +234,6 @@ def compressor(compression: Literal["gzip", "zlib"]) -> zlib._Compress:
 
 class CompressedStreamError(Exception):
     """The compressed stream is corrupt or truncated (a reader reports it as a DataError)."""
-
-
-class Readable(Protocol):
-    """A source of bytes read in order."""
-
-    def read(self, size: int, /) -> bytes:
-        """Up to ``size`` more bytes, ``b""`` at the end."""
-        ...
 
 
 class InflatingSource:

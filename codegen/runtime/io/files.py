@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path, open_url
 
@@ -20,6 +20,7 @@ __all__ = [
     "RANDOM_BLOCK",
     "SEQUENTIAL_BLOCK",
     "PathLike",
+    "Readable",
     "Replay",
     "binary_stream",
     "file_size",
@@ -140,11 +141,20 @@ def read_head(file: BinaryIO, size: int) -> bytes:
     return head
 
 
+class Readable(Protocol):
+    """A source of bytes read in order."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` more bytes, ``b""`` at the end."""
+        ...
+
+
 class Replay:
     """A file's bytes again from ``head`` on: ``head`` (bytes already read from ``file``), then
-    the rest of ``file``; for readers that looked at a stream's first bytes before reading it."""
+    the rest of ``file``; for readers that looked at a stream's first bytes before reading it, or
+    that read ahead of where they go on from."""
 
-    def __init__(self, head: bytes, file: BinaryIO) -> None:
+    def __init__(self, head: bytes, file: BinaryIO | Readable) -> None:
         self._head = head
         self._file = file
         self._readinto = getattr(file, "readinto", None)

@@ -23,12 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
 from typing import Literal
 
-from codegen.runtime.io.compression import (
-    InflatingSource,
-    Readable,
-    current_deflate,
-    use_deflate,
-)
+from codegen.runtime.io.compression import InflatingSource, current_deflate, use_deflate
+from codegen.runtime.io.files import Readable, Replay
 
 __all__ = [
     "INFLATE_THREADS",
@@ -100,21 +96,6 @@ def _inflate(deflate: ModuleType, header: bytes, body: bytes) -> bytes | None:
     except (zlib.error, deflate.error):
         return None
     return out if inflater.eof and not inflater.unused_data else None
-
-
-class _Chained:
-    """``head``, then the rest of ``file``."""
-
-    def __init__(self, head: bytes, file: Readable) -> None:
-        self._head = memoryview(head)
-        self._file = file
-
-    def read(self, size: int, /) -> bytes:
-        if self._head:
-            data = bytes(self._head[:size])
-            self._head = self._head[size:]
-            return data
-        return self._file.read(size)
 
 
 class MemberInflater:
@@ -204,7 +185,7 @@ class MemberInflater:
 
     def _fall_back(self, rest: bytes) -> None:
         """Reads the rest of the stream, starting with ``rest``, sequentially."""
-        source = _Chained(rest, self._file)
+        source = Replay(rest, self._file)
         self._sequential = InflatingSource(source, "gzip", after_member=self._after_member)
 
 
