@@ -266,7 +266,7 @@ class InflatingSource:
         returns how many; 0 at the end. :class:`CompressedStreamError` for a corrupt or truncated
         stream."""
         while not self._out:
-            out = self._inflate()
+            out = self.inflate()
             if out is None:
                 return 0
             self._out = memoryview(out)
@@ -291,8 +291,9 @@ class InflatingSource:
             got += len(more)
         return b"".join(parts)
 
-    def _inflate(self) -> bytes | None:
-        """The output of one call of the decompressor (possibly empty); ``None`` at the end."""
+    def inflate(self) -> bytes | None:
+        """The output of one call of the decompressor (possibly empty; at most 1 MiB), ``None`` at
+        the end: the pieces :meth:`readinto` hands out, for a caller that takes them whole."""
         if self._between or self._inflater.eof:
             if not self._between:  # bytes after the member's end start what follows it
                 self._input = self._inflater.unused_data + self._input

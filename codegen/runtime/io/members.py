@@ -11,12 +11,16 @@ on several cores while the reader frames and checks records.
 A member without that subfield (any other writer's, TensorFlow's included), one cut short or one
 that does not inflate whole and alone makes the rest of the stream go through the sequential
 :class:`~codegen.runtime.io.compression.InflatingSource` from that member's start: what a reader
-yields and the errors it raises are those of reading the stream sequentially.
+yields and the errors it raises are those of reading the stream sequentially. A sequential stream
+(that rest, or a zlib stream) is inflated by :class:`InflatingAhead` in one worker thread a few
+pieces ahead of the reader, which frames and checks records meanwhile.
 """
 
 from __future__ import annotations
 
+import queue
 import struct
+import threading
 import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +32,7 @@ from codegen.runtime.io.files import Readable, Replay
 
 __all__ = [
     "INFLATE_THREADS",
+    "InflatingAhead",
     "MEMBER_HEADER_SIZE",
     "MemberInflater",
     "gzip_member",
@@ -45,10 +50,9 @@ MEMBER_HEADER_SIZE = len(_PREFIX) + _SIZE.size
 
 INFLATE_THREADS = 2
 """Worker threads a :class:`MemberInflater` inflates members in."""
-_AHEAD = 2 * INFLATE_THREADS  # members read and inflating ahead of the one being read
-_MAX_MEMBER = (
-    1 << 28
-)  # larger declared sizes go through the sequential source (memory stays bounded)
+_AHEAD = 2 * INFLATE_THREADS  # members (or sequential pieces) made ahead of the one being read
+_MAX_MEMBER = 1 << 28  # a member declared larger goes to the sequential source (bounded memory)
+_THREAD_NAME = "tfr-gen-inflate"
 
 
 def gzip_member(data: bytes) -> bytes:
@@ -86,7 +90,19 @@ def _read_exactly(file: Readable, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _inflate(deflate: ModuleType, header: bytes, body: bytes) -> bytes | None:
+def _read_into(file: Replay, view: memoryview) -> int:
+    """Fills ``view`` with the next bytes of ``file`` and returns how many (fewer only at its
+    end)."""
+    got = 0
+    while got < len(view):
+        count = file.readinto(view[got:])
+        if not count:
+            break
+        got += count
+    return got
+
+
+def _inflate(deflate: ModuleType, header: bytes, body: memoryview) -> bytes | None:
     """The uncompressed bytes of the member ``header + body``, or ``None`` if it does not inflate
     whole (corrupt, cut short, or with data after its end)."""
     inflater = deflate.decompressobj(16 + 15)
@@ -106,16 +122,18 @@ class MemberInflater:
     start with the first read.
     """
 
-    def __init__(self, file: Readable) -> None:
+    def __init__(self, file: Replay) -> None:
         self._file = file
         self._deflate = current_deflate()
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: deque[tuple[Future[bytes | None], bytes, bytes]] = deque()
+        # Each member read ahead: its inflated bytes to come, its header, and its body in a buffer.
+        self._pending: deque[tuple[Future[bytes | None], bytes, memoryview, bytearray]] = deque()
+        self._spare: list[bytearray] = []  # buffers of members inflated, for the next ones
         self._rest: bytes | None = None  # bytes read that start no sized member
         self._end = False  # the file is read to its end
         self._after_member = False  # a member has been inflated (the stream is past its start)
         self._out = memoryview(b"")
-        self._sequential: InflatingSource | None = None
+        self._sequential: InflatingAhead | None = None
 
     def readinto(self, buffer: memoryview) -> int:
         """Fills the start of ``buffer`` with more bytes (at least one until the stream ends) and
@@ -134,12 +152,14 @@ class MemberInflater:
     def close(self) -> None:
         """Stops the worker threads (waiting for a member being inflated) and drops what was read
         ahead."""
-        for future, _, _ in self._pending:
+        for future, *_ in self._pending:
             future.cancel()
         self._pending.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._sequential is not None:
+            self._sequential.close()
 
     def _next(self) -> bool:
         """Makes the next member's bytes current, or switches to the sequential source; False at
@@ -150,15 +170,17 @@ class MemberInflater:
                 return False
             self._fall_back(self._rest)
             return True
-        future, header, body = self._pending.popleft()
+        future, header, body, buffer = self._pending.popleft()
         out = future.result()
         if out is None:  # from this member on, the sequential source finds what is wrong
-            rest = [header, body]
-            for _, later_header, later_body in self._pending:
+            rest: list[bytes | memoryview] = [header, body]
+            for _, later_header, later_body, _ in self._pending:
                 rest += (later_header, later_body)
-            self.close()
-            self._fall_back(b"".join([*rest, self._rest or b""]))
+            rest.append(self._rest or b"")
+            self.close()  # the workers are done with what follows
+            self._fall_back(b"".join(rest))
             return True
+        self._spare.append(buffer)  # its worker is done with it (it is never resized)
         self._after_member = True
         self._out = memoryview(out)
         return True
@@ -174,27 +196,102 @@ class MemberInflater:
             if size is None:
                 self._rest = header
                 return
-            body = _read_exactly(self._file, size - MEMBER_HEADER_SIZE)
-            if len(body) < size - MEMBER_HEADER_SIZE:
-                self._rest = header + body
+            length = size - MEMBER_HEADER_SIZE
+            buffer = self._spare.pop() if self._spare else bytearray()
+            if len(buffer) < length:  # with room for somewhat larger members to come
+                buffer = bytearray(length + length // 8)
+            body = memoryview(buffer)[:length]
+            got = _read_into(self._file, body)
+            if got < length:
+                self._rest = header + bytes(body[:got])
                 return
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(INFLATE_THREADS, "tfr-gen-inflate")
+                self._pool = ThreadPoolExecutor(INFLATE_THREADS, _THREAD_NAME)
             future = self._pool.submit(_inflate, self._deflate, header, body)
-            self._pending.append((future, header, body))
+            self._pending.append((future, header, body, buffer))
 
     def _fall_back(self, rest: bytes) -> None:
         """Reads the rest of the stream, starting with ``rest``, sequentially."""
         source = Replay(rest, self._file)
-        self._sequential = InflatingSource(source, "gzip", after_member=self._after_member)
+        self._sequential = InflatingAhead(
+            InflatingSource(source, "gzip", after_member=self._after_member)
+        )
+
+
+class InflatingAhead:
+    """The pieces of an :class:`~codegen.runtime.io.compression.InflatingSource`, made in a worker
+    thread up to :data:`_AHEAD` pieces (of at most 1 MiB) ahead of the reader.
+
+    The reader gets the same bytes and the same errors, at the same places, as from the source
+    itself. :meth:`close` stops the worker (a reader calls it when it ends, early or not); it starts
+    with the first read.
+    """
+
+    def __init__(self, source: InflatingSource) -> None:
+        self._source = source
+        self._pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(_AHEAD)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._out = memoryview(b"")
+        self._end = False
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fills the start of ``buffer`` with more bytes (at least one until the stream ends) and
+        returns how many; 0 at the end. Errors are the source's."""
+        while not self._out:
+            if self._end:
+                return 0
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._inflate, name=_THREAD_NAME)
+                self._thread.start()
+            piece = self._pieces.get()
+            if piece is None or isinstance(piece, BaseException):
+                self._end = True
+                if piece is not None:
+                    raise piece
+                return 0
+            self._out = memoryview(piece)
+        count = min(len(buffer), len(self._out))
+        buffer[:count] = self._out[:count]
+        self._out = self._out[count:]
+        return count
+
+    def close(self) -> None:
+        """Stops the worker thread (waiting for the piece being made) and drops what it made."""
+        self._stop.set()
+        if self._thread is not None:
+            while self._thread.is_alive():
+                try:  # make room for the piece the worker may be handing over
+                    self._pieces.get(timeout=0.01)
+                except queue.Empty:
+                    pass
+            self._thread.join()
+            self._thread = None
+
+    def _inflate(self) -> None:
+        """The worker: the source's pieces into the queue, then ``None`` (the end) or the error."""
+        try:
+            while not self._stop.is_set():
+                piece = self._source.inflate()
+                if piece is None:
+                    break
+                if piece:
+                    self._pieces.put(piece)
+        except BaseException as exc:  # handed to the reader, which raises it
+            self._pieces.put(exc)
+            return
+        self._pieces.put(None)
 
 
 def inflating_source(
-    file: Readable, compression: Literal["gzip", "zlib"]
-) -> InflatingSource | MemberInflater:
-    """The source of the uncompressed bytes of ``file``: a :class:`MemberInflater` for gzip with
-    the accelerated deflate, else (the standard library's zlib, or a zlib stream) the sequential
+    file: Replay, compression: Literal["gzip", "zlib"]
+) -> InflatingSource | MemberInflater | InflatingAhead:
+    """The source of the uncompressed bytes of ``file``. With the accelerated deflate: a
+    :class:`MemberInflater` for gzip, an :class:`InflatingAhead` for zlib. With the standard
+    library's zlib, the plain sequential
     :class:`~codegen.runtime.io.compression.InflatingSource`."""
-    if compression == "gzip" and use_deflate() == "isal":
+    if use_deflate() != "isal":
+        return InflatingSource(file, compression)
+    if compression == "gzip":
         return MemberInflater(file)
-    return InflatingSource(file, compression)
+    return InflatingAhead(InflatingSource(file, compression))

@@ -34,7 +34,7 @@ from codegen.runtime.io.files import (
     stream_name,
 )
 from codegen.runtime.io.framing import FRAMING, HEADER, HEADER_SIZE, U32, Record, masked_crc
-from codegen.runtime.io.members import MemberInflater, inflating_source
+from codegen.runtime.io.members import InflatingAhead, MemberInflater, inflating_source
 from codegen.runtime.io.resync import Resync
 from codegen.runtime.io.skips import (
     OnError,
@@ -300,7 +300,7 @@ class TFRecordReader:
     def _release(self) -> None:
         """Stops the source's worker threads, if any, and closes the file if the reader opened it:
         when iteration ends, fails, or is closed."""
-        if isinstance(self._source, MemberInflater):
+        if isinstance(self._source, MemberInflater | InflatingAhead):
             self._source.close()
         if self._owns_file:
             self._file.close()
