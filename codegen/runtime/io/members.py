@@ -45,6 +45,7 @@ _PREFIX = b"\x1f\x8b\x08\x04" + bytes(4) + b"\x00\xff" + struct.pack("<H", 12) +
 _PREFIX += struct.pack("<H", 8)
 _SIZE = struct.Struct("<Q")
 _TRAILER = struct.Struct("<II")
+_ISIZE = struct.Struct("<I")  # the trailer's uncompressed size (modulo 2**32)
 MEMBER_HEADER_SIZE = len(_PREFIX) + _SIZE.size
 """The size of the header of a member written by :func:`gzip_member` (24 bytes)."""
 
@@ -102,16 +103,25 @@ def _read_into(file: Replay, view: memoryview) -> int:
     return got
 
 
-def _inflate(deflate: ModuleType, header: bytes, body: memoryview) -> bytes | None:
-    """The uncompressed bytes of the member ``header + body``, or ``None`` if it does not inflate
-    whole (corrupt, cut short, or with data after its end)."""
-    inflater = deflate.decompressobj(16 + 15)
+def _inflate_into(deflate: ModuleType, member: memoryview, out: memoryview) -> bool:
+    """Inflates the gzip member ``member`` into ``out``, which its trailer says it fills; whether
+    it did so exactly (else it is corrupt, cut short, or not one member: nothing after its end).
+
+    ISA-L's gzip reader (``isal_zlib._GzipReader``, what ``isal.igzip`` reads with) inflates
+    straight into ``out`` without the GIL: the buffers are reused from member to member, where
+    memory fresh from each worker thread's allocator would be paged in again for every member.
+    """
     try:
-        inflater.decompress(header)
-        out: bytes = inflater.decompress(body)
-    except (zlib.error, deflate.error):
-        return None
-    return out if inflater.eof and not inflater.unused_data else None
+        reader = deflate._GzipReader(member)
+        got = 0
+        while got < len(out):
+            count = reader.readinto(out[got:])
+            if not count:
+                return False
+            got += count
+        return not reader.readinto(bytearray(1))
+    except (EOFError, OSError, zlib.error, deflate.error):
+        return False
 
 
 class MemberInflater:
@@ -126,13 +136,14 @@ class MemberInflater:
         self._file = file
         self._deflate = current_deflate()
         self._pool: ThreadPoolExecutor | None = None
-        # Each member read ahead: its inflated bytes to come, its header, and its body in a buffer.
-        self._pending: deque[tuple[Future[bytes | None], bytes, memoryview, bytearray]] = deque()
-        self._spare: list[bytearray] = []  # buffers of members inflated, for the next ones
+        # Each member read ahead: whether it inflated whole, the member, and its uncompressed bytes.
+        self._pending: deque[tuple[Future[bool], memoryview, memoryview]] = deque()
+        self._spare: list[bytearray] = []  # buffers done with, for the next members
         self._rest: bytes | None = None  # bytes read that start no sized member
         self._end = False  # the file is read to its end
         self._after_member = False  # a member has been inflated (the stream is past its start)
         self._out = memoryview(b"")
+        self._current: bytearray | None = None  # the buffer of the bytes being handed out
         self._sequential: InflatingAhead | None = None
 
     def readinto(self, buffer: memoryview) -> int:
@@ -170,19 +181,21 @@ class MemberInflater:
                 return False
             self._fall_back(self._rest)
             return True
-        future, header, body, buffer = self._pending.popleft()
-        out = future.result()
-        if out is None:  # from this member on, the sequential source finds what is wrong
-            rest: list[bytes | memoryview] = [header, body]
-            for _, later_header, later_body, _ in self._pending:
-                rest += (later_header, later_body)
+        if self._current is not None:  # the previous member's bytes are all handed out
+            self._spare.append(self._current)
+            self._current = None
+        future, member, out = self._pending.popleft()
+        if not future.result():  # from this member on, the sequential source finds what is wrong
+            rest: list[bytes | memoryview] = [member]
+            rest += (later for _, later, _ in self._pending)
             rest.append(self._rest or b"")
             self.close()  # the workers are done with what follows
             self._fall_back(b"".join(rest))
             return True
-        self._spare.append(buffer)  # its worker is done with it (it is never resized)
+        self._spare.append(member.obj)  # type: ignore[arg-type]  # its worker is done with it
+        self._current = out.obj  # type: ignore[assignment]
         self._after_member = True
-        self._out = memoryview(out)
+        self._out = out
         return True
 
     def _read_ahead(self) -> None:
@@ -196,19 +209,25 @@ class MemberInflater:
             if size is None:
                 self._rest = header
                 return
-            length = size - MEMBER_HEADER_SIZE
-            buffer = self._spare.pop() if self._spare else bytearray()
-            if len(buffer) < length:  # with room for somewhat larger members to come
-                buffer = bytearray(length + length // 8)
-            body = memoryview(buffer)[:length]
-            got = _read_into(self._file, body)
-            if got < length:
-                self._rest = header + bytes(body[:got])
+            member = self._buffer(size)
+            member[:MEMBER_HEADER_SIZE] = header
+            got = MEMBER_HEADER_SIZE + _read_into(self._file, member[MEMBER_HEADER_SIZE:])
+            if got < size:
+                self._rest = bytes(member[:got])
                 return
+            (uncompressed,) = _ISIZE.unpack_from(member, size - _ISIZE.size)
+            out = self._buffer(uncompressed)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(INFLATE_THREADS, _THREAD_NAME)
-            future = self._pool.submit(_inflate, self._deflate, header, body)
-            self._pending.append((future, header, body, buffer))
+            future = self._pool.submit(_inflate_into, self._deflate, member, out)
+            self._pending.append((future, member, out))
+
+    def _buffer(self, size: int) -> memoryview:
+        """``size`` bytes of a spare buffer (or a new one, with room for somewhat more)."""
+        buffer = self._spare.pop() if self._spare else bytearray()
+        if len(buffer) < size:
+            buffer = bytearray(size + size // 8)
+        return memoryview(buffer)[:size]
 
     def _fall_back(self, rest: bytes) -> None:
         """Reads the rest of the stream, starting with ``rest``, sequentially."""
