@@ -654,14 +654,10 @@ def _tf_gzip_write(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]
 
 def _gzip_file(p: Prepared, scratch: Path) -> Path:
     """The workload's records in one gzip file, written once as ``write_tfrecord`` writes it by
-    default (ISA-L, members that carry their size): the same bytes whichever deflate reads them."""
+    default (members that carry their size): the same bytes whichever deflate reads them."""
     path = scratch / f"{p.workload.name}.read.tfrecord.gz"
     if not path.exists():
-        before = use_deflate("isal")
-        try:
-            write_tfrecord(path, p.serialized)
-        finally:
-            use_deflate(before)
+        write_tfrecord(path, p.serialized)
     return path
 
 
