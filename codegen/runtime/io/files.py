@@ -130,7 +130,7 @@ def binary_stream(source: object, who: str, *, seek_for: str | None = None) -> B
     return stream
 
 
-def read_head(file: BinaryIO, size: int) -> bytes:
+def read_head(file: BinaryIO | Readable, size: int) -> bytes:
     """The next ``size`` bytes of ``file`` (fewer only at its end), for a look at how it starts."""
     head = b""
     while len(head) < size:

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Literal
 
 from codegen.runtime.io.compression import InflatingSource, current_deflate, use_deflate
-from codegen.runtime.io.files import Readable, Replay
+from codegen.runtime.io.files import Replay, read_head
 
 __all__ = [
     "INFLATE_THREADS",
@@ -73,22 +73,6 @@ def member_size(header: bytes) -> int | None:
         return None
     (size,) = _SIZE.unpack_from(header, len(_PREFIX))
     return int(size) if MEMBER_HEADER_SIZE < size <= _MAX_MEMBER else None
-
-
-def _read_exactly(file: Readable, size: int) -> bytes:
-    """The next ``size`` bytes of ``file`` (fewer only at its end)."""
-    data = file.read(size)
-    if len(data) == size or not data:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < size:
-        more = file.read(size - got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
 
 
 def _read_into(file: Replay, view: memoryview) -> int:
@@ -201,7 +185,7 @@ class MemberInflater:
     def _read_ahead(self) -> None:
         """Reads sized members and hands them to the workers, up to a few ahead."""
         while self._rest is None and not self._end and len(self._pending) < _AHEAD:
-            header = _read_exactly(self._file, MEMBER_HEADER_SIZE)
+            header = read_head(self._file, MEMBER_HEADER_SIZE)
             if not header:
                 self._end = True
                 return
