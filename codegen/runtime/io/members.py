@@ -121,7 +121,8 @@ class MemberInflater:
         self._deflate = current_deflate()
         self._pool: ThreadPoolExecutor | None = None
         # Each member read ahead: whether it inflated whole, the member, and its uncompressed bytes.
-        self._pending: deque[tuple[Future[bool], memoryview, memoryview]] = deque()
+        # (None: the last and only member, inflated in the reader's thread when its turn comes.)
+        self._pending: deque[tuple[Future[bool] | None, memoryview, memoryview]] = deque()
         self._spare: list[bytearray] = []  # buffers done with, for the next members
         self._rest: bytes | None = None  # bytes read that start no sized member
         self._end = False  # the file is read to its end
@@ -148,7 +149,8 @@ class MemberInflater:
         """Stops the worker threads (waiting for a member being inflated) and drops what was read
         ahead."""
         for future, *_ in self._pending:
-            future.cancel()
+            if future is not None:
+                future.cancel()
         self._pending.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -169,7 +171,8 @@ class MemberInflater:
             self._spare.append(self._current)
             self._current = None
         future, member, out = self._pending.popleft()
-        if not future.result():  # from this member on, the sequential source finds what is wrong
+        whole = _inflate_into(self._deflate, member, out) if future is None else future.result()
+        if not whole:  # from this member on, the sequential source finds what is wrong
             rest: list[bytes | memoryview] = [member]
             rest += (later for _, later, _ in self._pending)
             rest.append(self._rest or b"")
@@ -183,28 +186,36 @@ class MemberInflater:
         return True
 
     def _read_ahead(self) -> None:
-        """Reads sized members and hands them to the workers, up to a few ahead."""
+        """Reads sized members and hands them to the workers, up to a few ahead (a stream of one
+        member, such as a small file, is inflated in the reader's thread: no thread to start)."""
         while self._rest is None and not self._end and len(self._pending) < _AHEAD:
             header = read_head(self._file, MEMBER_HEADER_SIZE)
             if not header:
                 self._end = True
-                return
+                break
             size = member_size(header)
             if size is None:
                 self._rest = header
-                return
+                break
             member = self._buffer(size)
             member[:MEMBER_HEADER_SIZE] = header
             got = MEMBER_HEADER_SIZE + _read_into(self._file, member[MEMBER_HEADER_SIZE:])
             if got < size:
                 self._rest = bytes(member[:got])
-                return
+                break
             (uncompressed,) = _ISIZE.unpack_from(member, size - _ISIZE.size)
-            out = self._buffer(uncompressed)
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(INFLATE_THREADS, _THREAD_NAME)
-            future = self._pool.submit(_inflate_into, self._deflate, member, out)
-            self._pending.append((future, member, out))
+            self._pending.append((None, member, self._buffer(uncompressed)))
+        if len(self._pending) == 1 and self._pool is None and (self._end or self._rest is not None):
+            return
+        for i, (future, member, out) in enumerate(self._pending):
+            if future is None:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(INFLATE_THREADS, _THREAD_NAME)
+                self._pending[i] = (
+                    self._pool.submit(_inflate_into, self._deflate, member, out),
+                    member,
+                    out,
+                )
 
     def _buffer(self, size: int) -> memoryview:
         """``size`` bytes of a spare buffer (or a new one, with room for somewhat more)."""
@@ -226,8 +237,8 @@ class InflatingAhead:
     thread up to :data:`_AHEAD` pieces (of at most 1 MiB) ahead of the reader.
 
     The reader gets the same bytes and the same errors, at the same places, as from the source
-    itself. :meth:`close` stops the worker (a reader calls it when it ends, early or not); it starts
-    with the first read.
+    itself. The first two pieces are made in the reader's thread, so a small stream starts no
+    thread; :meth:`close` stops the worker (a reader calls it when it ends, early or not).
     """
 
     def __init__(self, source: InflatingSource) -> None:
@@ -237,6 +248,7 @@ class InflatingAhead:
         self._thread: threading.Thread | None = None
         self._out = memoryview(b"")
         self._end = False
+        self._inline = 2  # pieces made in the reader's thread before the worker starts
 
     def readinto(self, buffer: memoryview) -> int:
         """Fills the start of ``buffer`` with more bytes (at least one until the stream ends) and
@@ -244,6 +256,14 @@ class InflatingAhead:
         while not self._out:
             if self._end:
                 return 0
+            if self._inline:  # a small stream ends within these: no thread to start
+                self._inline -= 1
+                made = self._source.inflate()
+                if made is None:
+                    self._end = True
+                    return 0
+                self._out = memoryview(made)
+                continue
             if self._thread is None:
                 self._thread = threading.Thread(target=self._inflate, name=_THREAD_NAME)
                 self._thread.start()
