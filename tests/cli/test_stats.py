@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from codegen.errors import RecordError
 from codegen.runtime.codec import wire
+from codegen.runtime.io.compression import use_deflate
 from codegen.runtime.io.writer import write_tfrecord
 from codegen.tools.observe import KeyObservation, Observation
 from support.cli import assert_snapshot, run_cli
@@ -141,7 +142,12 @@ def test_a_truncated_gzip_file_is_read_up_to_its_end_with_skip(tmp_path: Path) -
     write_tfrecord(tmp_path / "t.tfrecord.gz", records)
     data = (tmp_path / "t.tfrecord.gz").read_bytes()
     (tmp_path / "t.tfrecord.gz").write_bytes(data[: len(data) // 2])
-    available = len(zlib.decompressobj(31).decompress(data[: len(data) // 2]))
+    use_deflate("zlib")  # how much of a cut deflate stream comes out depends on the library
+    available, rest = 0, data[: len(data) // 2]
+    while rest:  # every whole gzip member, then what the cut one holds
+        inflater = zlib.decompressobj(31)
+        available += len(inflater.decompress(rest))
+        rest = inflater.unused_data if inflater.eof else b""
     ends = [offset + 16 + len(r) for offset, r in zip(frame_offsets(records), records, strict=True)]
     whole = sum(end <= available for end in ends)
     at = frame_offsets(records)[whole]
