@@ -108,6 +108,20 @@ def test_threaded_sequential_and_stdlib_reading_give_the_same_records(writer: st
     assert threaded == read(data, "zlib", threaded=True)[0] == (RECORDS, None, [])
 
 
+def test_an_isal_without_its_gzip_reader_reads_in_order_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The threaded member path uses ISA-L's gzip reader, not a public name: a release without it
+    reads the same records, inflated in order in one thread ahead of the reader."""
+    from isal import isal_zlib
+
+    data = written(RECORDS, "isal")
+    monkeypatch.delattr(isal_zlib, "_GzipReader")
+    records, kind = read(data, "isal", threaded=True)
+    assert kind == "InflatingAhead"
+    assert records == (RECORDS, None, [])
+
+
 def test_a_member_without_a_size_in_the_middle_is_read_in_order() -> None:
     first, middle, last = RECORDS[:100], RECORDS[100:200], RECORDS[200:]
     data = written(first) + gzip.compress(b"".join(map(frame, middle))) + written(last)
