@@ -9,6 +9,7 @@ missing, and the tests turn warnings into errors).
 
 from __future__ import annotations
 
+import collections
 import os
 import warnings
 from collections.abc import Iterator
@@ -156,6 +157,22 @@ def s3() -> Iterator[Any]:
         yield s3_store(server)
     finally:
         server.stop()
+
+
+@pytest.fixture
+def s3_calls(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """The S3 operations s3fs calls from now on, counted by name."""
+    import s3fs
+
+    calls: collections.Counter[str] = collections.Counter()
+    call = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        calls[method] += 1
+        return await call(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    return calls
 
 
 @pytest.fixture(scope="session")

@@ -92,22 +92,6 @@ def test_stopping_early_stops_the_read_ahead(s3: Any, monkeypatch: pytest.Monkey
     assert not read_ahead_threads()
 
 
-@pytest.fixture
-def s3_calls(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
-    """The S3 operations s3fs calls from now on, counted by name."""
-    import s3fs
-
-    calls: collections.Counter[str] = collections.Counter()
-    call = s3fs.S3FileSystem._call_s3
-
-    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        calls[method] += 1
-        return await call(self, method, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
-    return calls
-
-
 def test_an_epoch_asks_one_request_per_shard(s3: Any, s3_calls: collections.Counter[str]) -> None:
     url = f"{s3.new_bucket()}/digits"
     options = s3.storage_options

@@ -83,22 +83,6 @@ def test_missing_objects_and_directories_are_named(place: Place) -> None:
             list(read_parts(f"{place.prefix}/dir", place.options, PART))
 
 
-@pytest.fixture
-def s3_calls(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
-    """The S3 operations s3fs calls from now on, counted by name."""
-    import s3fs
-
-    calls: collections.Counter[str] = collections.Counter()
-    call = s3fs.S3FileSystem._call_s3
-
-    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        calls[method] += 1
-        return await call(self, method, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
-    return calls
-
-
 def test_an_object_of_one_part_takes_one_request(
     s3: Any, s3_calls: collections.Counter[str]
 ) -> None:
