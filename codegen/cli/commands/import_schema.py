@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR
-from codegen.cli.commands.imported import import_target, write_imported
+from codegen.cli.commands.imported import add_out_argument, import_target, write_imported
 from codegen.cli.commands.messages import Messages
 from codegen.errors import TfrGenError
 from codegen.tools.tfmd import import_tfmd, load_tfmd
@@ -19,12 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "schema", metavar="SCHEMA_PBTXT", help="a TFX schema: text (schema.pbtxt) or binary"
     )
-    parser.add_argument(
-        "-o",
-        "--out",
-        metavar="SCHEMA",
-        help="write the tfr-gen schema to this file (default: stdout)",
-    )
+    add_out_argument(parser)
     parser.add_argument(
         "--record", metavar="NAME", default="Example", help="the record name (default: Example)"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from codegen.cli.commands.exitcodes import EXIT_ERROR
-from codegen.cli.commands.imported import import_target, write_imported
+from codegen.cli.commands.imported import add_out_argument, import_target, write_imported
 from codegen.cli.commands.messages import Messages
 from codegen.errors import TfrGenError
 from codegen.tools.inference import record_name_for
@@ -23,12 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a prepared TFDS dataset: the directory holding features.json and dataset_info.json",
     )
-    parser.add_argument(
-        "-o",
-        "--out",
-        metavar="SCHEMA",
-        help="write the tfr-gen schema to this file (default: stdout)",
-    )
+    add_out_argument(parser)
     parser.add_argument(
         "--record",
         metavar="NAME",

@@ -3,6 +3,7 @@ record and output names before importing, and writing the imported schema."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import TextIO
 
@@ -12,6 +13,16 @@ from codegen.files import check_output, write_atomic
 from codegen.generator import naming
 from codegen.generator.load import parse_schema
 from codegen.tools.inference import InferredRecord, schema_yaml
+
+
+def add_out_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``-o/--out`` option naming the schema file the import writes."""
+    parser.add_argument(
+        "-o",
+        "--out",
+        metavar="SCHEMA",
+        help="write the tfr-gen schema to this file (default: stdout)",
+    )
 
 
 def import_target(record_name: str, out_path: str | None, say: Messages) -> Path | None:
