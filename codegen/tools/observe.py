@@ -284,6 +284,8 @@ class KeyObservation:
                 lengths = np.array([len(v) for v in held], dtype=np.int64)
                 self._held[_probes(b"".join(held), np.cumsum(lengths) - lengths, lengths)] = True
             maybe = np.flatnonzero(self._held[_probes(blob, starts, sizes)])
+            if not maybe.size:
+                return  # (the usual case: no copy of the batch's values)
             starts, sizes = starts[maybe], sizes[maybe]
         data = bytes(blob)
         self._add_short(
