@@ -472,6 +472,8 @@ class _ArrayLeaves(_Leaves):
     def join(self, rows: list[Any]) -> npt.NDArray[Any]:
         if not rows:
             return np.zeros((0, *self.inner), self.np)
+        if not self.inner:  # rows of numbers (arrays or lists): joined as they are
+            return np.concatenate(rows, dtype=self.np, casting="same_kind")
         return np.concatenate([np.asarray(row, self.np).reshape(-1, *self.inner) for row in rows])
 
     def copy(self, values: Any) -> npt.NDArray[Any]:
@@ -988,7 +990,11 @@ class BatchCodec:
                 return self._fast(data)
             except (RecordError, _Refused):
                 pass  # per-record decoding gives the exact result or the exact error
-        return self.columns([self._decode_each(i, record) for i, record in enumerate(data)])
+        try:
+            rows = list(map(self._decode_one, data))
+        except RecordError:  # decoded again to say which record
+            rows = [self._decode_each(i, record) for i, record in enumerate(data)]
+        return self.columns(rows)
 
     def _fast(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
         scans = scan_keys(data, self._keys, self._joined, self._texts)
@@ -1003,7 +1009,7 @@ class BatchCodec:
 
     def _decode_each(self, index: int, data: BytesLike) -> tuple[Any, ...]:
         try:
-            return self.decode_one(data)
+            return self._decode_one(data)
         except RecordError as exc:
             raise RecordError(f"batch record {index}: {exc}") from None
 
