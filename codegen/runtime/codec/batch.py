@@ -472,8 +472,11 @@ class _ArrayLeaves(_Leaves):
     def join(self, rows: list[Any]) -> npt.NDArray[Any]:
         if not rows:
             return np.zeros((0, *self.inner), self.np)
-        if not self.inner:  # rows of numbers (arrays or lists): joined as they are
-            return np.concatenate(rows, dtype=self.np, casting="same_kind")
+        if not self.inner:  # rows of numbers, arrays as decoding makes them: joined as they are
+            try:
+                return np.concatenate(rows, dtype=self.np, casting="same_kind")
+            except TypeError:  # lists, or arrays of another kind: each converted as below
+                pass
         return np.concatenate([np.asarray(row, self.np).reshape(-1, *self.inner) for row in rows])
 
     def copy(self, values: Any) -> npt.NDArray[Any]:

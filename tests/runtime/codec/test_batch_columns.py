@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from codegen.dtypes import DTYPES
 from codegen.errors import RecordError
+from codegen.runtime.codec.batch import _ArrayLeaves
 from codegen.runtime.codec.columns import Masked, Ragged
 
 
@@ -101,3 +103,19 @@ def test_masked_pairs_values_with_a_present_mask() -> None:
         Masked(np.array([1, 0, 3]), np.array([1, 0, 1]))
     with pytest.raises(RecordError, match="2 present flags for 3 rows of values"):
         Masked([1, 2, 3], np.array([True, False]))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "rows", "expected"),
+    [
+        ("int64", [np.array([1, 2], np.int64), np.array([], np.int64), np.array([3])], [1, 2, 3]),
+        ("uint8", [[1, 255], [], [7]], [1, 255, 7]),  # lists: each converted to the dtype
+        ("uint8", [np.array([1, 255], np.uint8), [7]], [1, 255, 7]),
+        ("float32", [np.array([0.5], np.float32), np.array([1, 2], np.int64)], [0.5, 1.0, 2.0]),
+    ],
+)
+def test_rows_of_numbers_join_into_one_array_of_the_dtype(
+    dtype: str, rows: list[Any], expected: list[Any]
+) -> None:
+    joined = _ArrayLeaves(DTYPES[dtype], ()).join(rows)
+    assert joined.dtype == DTYPES[dtype].numpy and joined.tolist() == expected
