@@ -515,7 +515,8 @@ def read_tfrecord(
         max_record_bytes=max_record_bytes,
         storage_options=storage_options,
     ) as reader:
-        yield from reader
+        for records in reader.batches():  # a buffer's records at a time: no per-record upkeep
+            yield from records
 
 
 def _open_reader(path: PathLike | BinaryIO, **options: Any) -> TFRecordReader:
