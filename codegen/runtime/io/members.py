@@ -2,7 +2,7 @@
 
 A gzip file is any number of members (RFC 1952), and every gzip reader (TensorFlow's, ``gzip``,
 ``zcat``) reads them all. :class:`~codegen.runtime.io.writer.TFRecordWriter` writes each chunk of
-about 1 MiB of framed records as one member (:func:`gzip_member`) whose header has an extra field
+about 256 KiB of framed records as one member (:func:`gzip_member`) whose header has an extra field
 (``FEXTRA``) with the subfield ``TR`` holding the member's size in bytes, as BGZF does for
 genomics data. Knowing where the next member starts, :class:`MemberInflater` reads members ahead
 and inflates them in worker threads (the accelerated deflate releases the GIL), so inflating runs
@@ -52,7 +52,12 @@ MEMBER_HEADER_SIZE = len(_PREFIX) + _SIZE.size
 INFLATE_THREADS = 2
 """Worker threads a :class:`MemberInflater` inflates members in."""
 _AHEAD = 2 * INFLATE_THREADS  # members (or sequential pieces) made ahead of the one being read
-_MAX_MEMBER = 1 << 28  # a member declared larger goes to the sequential source (bounded memory)
+# A member is read whole, and its bytes inflated into a buffer of the size its trailer declares,
+# before anything checks them: a member declared larger than this, or whose trailer declares more
+# than deflate can make of its size, goes to the sequential source (memory bounded by data read).
+_MAX_MEMBER = 1 << 23
+_MAX_INFLATED = 1 << 23
+_MAX_RATIO = 1032  # deflate makes at most about 1032 bytes of each byte it is given
 _THREAD_NAME = "tfr-gen-inflate"
 
 
@@ -204,6 +209,9 @@ class MemberInflater:
                 self._rest = bytes(member[:got])
                 break
             (uncompressed,) = _ISIZE.unpack_from(member, size - _ISIZE.size)
+            if uncompressed > min(_MAX_INFLATED, _MAX_RATIO * size):
+                self._rest = bytes(member)
+                break
             self._pending.append((None, member, self._buffer(uncompressed)))
         if len(self._pending) == 1 and self._pool is None and (self._end or self._rest is not None):
             return

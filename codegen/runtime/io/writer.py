@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 _WRITE_CHUNK = 1 << 20  # framed bytes collected before they go to the file (or the compressor)
+_MEMBER_CHUNK = 1 << 18  # framed bytes per gzip member: small enough that two threads share a file's
+# inflating evenly and the first member is ready soon, large enough that headers cost nothing
 _WRITEBACK_STEP = 1 << 20  # bytes written to a temporary file between starts of their writeback
 _START_WRITEBACK = sys.platform == "linux"  # where posix_fadvise(DONTNEED) starts writeback
 _RENAME_OPEN_FILES = os.name == "posix"  # where an open file can be renamed
@@ -229,7 +231,7 @@ class TFRecordWriter:
     one the name's suffix contradicts (``None`` for ``x.tfrecord.gz``) raises
     :class:`~codegen.errors.TfrGenError` (see
     :func:`~codegen.runtime.io.compression.resolve_compression`). A gzip file is one gzip member
-    per chunk of about 1 MiB of framed records, each carrying its size, so that readers inflate
+    per chunk of about 256 KiB of framed records, each carrying its size, so that readers inflate
     several at once (:mod:`~codegen.runtime.io.members`); every gzip reader reads it whole.
     """
 
@@ -253,6 +255,7 @@ class TFRecordWriter:
             self._file = target
         self._compressor = None if self.compression != "zlib" else compressor(self.compression)
         self._members = 0  # gzip members written
+        self._chunk = _MEMBER_CHUNK if self.compression == "gzip" else _WRITE_CHUNK
         self._batch: list[bytes] = []  # records accepted, not framed yet (they follow the parts)
         self._parts: list[bytes] = []  # framed records not yet written
         self._pending = 0  # framed size of the batch and the parts
@@ -273,13 +276,13 @@ class TFRecordWriter:
         self._batch.append(data)
         self._count += 1
         self._pending += len(data) + 16
-        if self._pending >= _WRITE_CHUNK:
+        if self._pending >= self._chunk:
             self._drain()
 
     def write_many(self, records: Iterable[bytes]) -> None:
         """Appends every record of ``records``, in order: the same bytes as :meth:`write` on each.
 
-        A list or tuple is framed in one call per chunk of about 1 MiB; from any other iterable
+        A list or tuple is framed in one call per chunk (about 1 MiB, 256 KiB for gzip); from any other iterable
         the records are collected as :meth:`write` collects them. A record that is not bytes
         raises ``TypeError`` (as does an exception of ``records``) after the records before it
         have been appended.
@@ -296,7 +299,7 @@ class TFRecordWriter:
             batch.append(data)
             self._count += 1
             self._pending += len(data) + 16
-            if self._pending >= _WRITE_CHUNK:
+            if self._pending >= self._chunk:
                 self._drain()
 
     def _frame(self, records: Sequence[bytes]) -> None:
@@ -306,11 +309,11 @@ class TFRecordWriter:
         frame = framing.FRAMES.frame_records
         start, count = 0, len(records)
         while start < count:
-            framed, stop = frame(records, start, _WRITE_CHUNK - self._pending)
+            framed, stop = frame(records, start, self._chunk - self._pending)
             self._parts.append(framed)
             self._count += stop - start
             self._pending += len(framed)
-            if self._pending >= _WRITE_CHUNK:
+            if self._pending >= self._chunk:
                 self._drain()
             start = stop
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import itertools
 import random
 import struct
 import threading
+import tracemalloc
 import zlib
 from collections.abc import Callable
 from unittest import mock
@@ -33,7 +35,7 @@ from support.framing import frame
 
 RNG = random.Random(15)
 RECORDS = [RNG.randbytes(RNG.randrange(0, 40_000)) for _ in range(400)] + [b"z" * 3_000_000]
-"""About 11 MiB of records, mostly incompressible, and a large compressible one: 8 members."""
+"""About 11 MiB of records, mostly incompressible, and a large compressible one: 31 members."""
 
 Outcome = tuple[list[bytes], tuple[int, int, str] | None, list[SkippedSpan]]
 
@@ -87,10 +89,12 @@ def read(
     return (records, None, spans), kind
 
 
-def test_the_writer_writes_members_of_about_a_mebibyte_that_every_gzip_reader_reads() -> None:
+def test_the_writer_writes_members_of_about_256_kib_that_every_gzip_reader_reads() -> None:
     data = written(RECORDS)
     offsets = member_offsets(data)
-    assert len(offsets) - 1 >= 8  # members
+    assert len(offsets) - 1 >= 31  # members
+    framed = [len(gzip.decompress(data[a:b])) for a, b in itertools.pairwise(offsets)]
+    assert max(framed[:-1]) < (1 << 18) + 40_016 and framed[-1] > 3_000_000  # the large record
     assert gzip.decompress(data) == b"".join(map(frame, RECORDS))
     assert zlib.decompressobj(31).decompress(data[offsets[0] : offsets[1]])  # one member alone
     assert written(RECORDS, "zlib") != data and member_offsets(written(RECORDS, "zlib"))
@@ -269,7 +273,7 @@ def test_no_worker_thread_outlives_its_reader(stop: str, stream: str) -> None:
 
 @pytest.mark.parametrize("compression", ["gzip", "zlib"])
 def test_a_small_file_is_read_without_starting_a_thread(compression: Compression) -> None:
-    records = RECORDS[:20]
+    records = [record[:5_000] for record in RECORDS[:20]]  # one member
     raw = b"".join(map(frame, records))
     small = {"gzip": written(records), "zlib": zlib.compress(raw)}[str(compression)]
     for data in (small, gzip.compress(raw)) if compression == "gzip" else (small,):
@@ -286,3 +290,27 @@ def test_an_empty_gzip_file_written_by_the_writer_holds_no_records() -> None:
     assert member_offsets(data) == [0, len(data)]
     assert gzip.decompress(data) == b""
     assert read(data, "isal", threaded=True)[0] == ([], None, [])
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("size", (1 << 23) + 1), ("size", (1 << 64) - 1), ("isize", 0xFFFF_FFFF), ("isize", 1 << 26)],
+)
+def test_sizes_a_member_declares_beyond_its_bytes_are_not_allocated(field: str, value: int) -> None:
+    """A member's header (its size) and trailer (its inflated size) are read before anything checks
+    them: one that declares more than 8 MiB is read in order, as every gzip reader reads it (the
+    size is the writer's note; the inflated size is checked), so a corrupt one costs no memory."""
+    data = bytearray(written(RECORDS[:40]))
+    offsets = member_offsets(bytes(data))
+    if field == "size":
+        struct.pack_into("<Q", data, MEMBER_HEADER_SIZE - 8, value)
+    else:
+        struct.pack_into("<I", data, offsets[1] - 4, value)
+    tracemalloc.start()
+    try:
+        threaded = read(bytes(data), "isal", threaded=True)[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert threaded == read(bytes(data), "isal", threaded=False)[0]
+    assert (threaded[1] is None) == (field == "size") and peak < 16 << 20
