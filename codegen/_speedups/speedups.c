@@ -2194,6 +2194,7 @@ PyInit__speedups(void)
         || PyModule_AddFunctions(module, tfr_encode_methods) < 0
         || PyModule_AddFunctions(module, tfr_strings_methods) < 0
         || PyModule_AddFunctions(module, tfr_arrays_methods) < 0
+        || PyModule_AddFunctions(module, tfr_export_methods) < 0
         || PyModule_AddFunctions(module, tfr_hashes_methods) < 0
         || PyModule_AddFunctions(module, tfr_varint_methods) < 0) {
         Py_DECREF(module);

@@ -30,6 +30,9 @@ extern PyMethodDef tfr_strings_methods[];
 /* arrays.c: adjacent_arrays, where arrays that follow each other lie in one buffer. */
 extern PyMethodDef tfr_arrays_methods[];
 
+/* export.c: export_arrow, a tree of Arrow arrays as one ArrowArray of the Arrow C data interface. */
+extern PyMethodDef tfr_export_methods[];
+
 /* hashes.c: hash_values, the FNV-1a hash of each joined bytes value. */
 extern PyMethodDef tfr_hashes_methods[];
 

@@ -99,6 +99,14 @@ class Speedups(Protocol):
         (``codegen/_speedups/arrays.c``; used by ``codec/arrow.py``)."""
         ...
 
+    def export_arrow(
+        self, node: tuple[int, int, tuple[Any, ...], tuple[Any, ...]], /
+    ) -> tuple[Any, int]:
+        """A tree of Arrow arrays (length, null count, buffers, children) as one ArrowArray of the Arrow C data
+        interface: a capsule owning it and its address (``codegen/_speedups/export.c``; used by
+        ``codec/arrow.py``)."""
+        ...
+
     def join_strings(self, items: list[Any], text: bool, /) -> tuple[bytes, bytes]:
         """A list of str (``text``) or bytes as an Arrow array's int32 offsets and joined data
         (``codegen/_speedups/strings.c``; used by ``codec/arrow.py``)."""

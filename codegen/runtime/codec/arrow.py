@@ -203,99 +203,114 @@ def arrow_table(data: object) -> Any:
 def to_arrow(schema: ArrowSchema, columns: Sequence[Any]) -> Any:
     """A ``pyarrow.RecordBatch`` of a batch's ``columns`` (numeric buffers shared, not copied)."""
     pa = pyarrow("Arrow conversion")
-    plan = _plan(pa, schema)
-    arrays = [convert(column) for convert, column in zip(plan.columns, columns, strict=True)]
+    plan = cast("_Plan", schema.plans[0]) if schema.plans else _plan(pa, schema)
+    nodes = tuple(convert(column) for convert, column in zip(plan.columns, columns, strict=True))
+    rows = nodes[0][0] if nodes else 0
+    if plan.importable and accel.speedups is not None:
+        # The whole batch as one ArrowArray, imported at once: one call, whatever the columns.
+        _owner, address = accel.speedups.export_arrow((rows, 0, (None,), nodes))
+        return pa.RecordBatch._import_from_c(address, plan.schema)
+    arrays = [_built(pa, f.type, node) for f, node in zip(plan.schema, nodes, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+
+
+_Node = tuple[int, int, tuple[Any, ...], tuple[Any, ...]]
+"""An Arrow array as its length, null count, buffers (objects with the buffer protocol, or ``None``) and children
+(nodes), in the layout of the Arrow columnar format for the type it is imported as."""
+
+
+def _built(pa: Any, kind: Any, node: _Node) -> Any:
+    """The ``pyarrow.Array`` of type ``kind`` of ``node``, level by level."""
+    length, nulls, buffers, children = node
+    if pa.types.is_struct(kind):
+        types = [kind.field(i).type for i in range(kind.num_fields)]
+    else:
+        types = [kind.value_type] if children else []
+    return pa.Array.from_buffers(
+        kind,
+        length,
+        [None if b is None else pa.py_buffer(b) for b in buffers],
+        nulls,
+        children=[_built(pa, t, child) for t, child in zip(types, children, strict=True)] or None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """What converting a record's batches takes, made once per record: the ``pyarrow.Schema`` and a
-    function per column that gives its Arrow array."""
+    """What converting a record's batches takes, made once per record: the ``pyarrow.Schema``, a
+    function per column that gives its :data:`_Node`, and whether pyarrow imports an ArrowArray of the
+    Arrow C data interface (which the accelerator exports a tree of nodes as)."""
 
     schema: Any
-    columns: tuple[Callable[[Any], Any], ...]
+    columns: tuple[Callable[[Any], _Node], ...]
+    importable: bool
 
 
 def _plan(pa: Any, schema: ArrowSchema) -> _Plan:
     """The :class:`_Plan` of ``schema``, made on first use and kept in it."""
     if not schema.plans:
         arrow = arrow_schema(schema)
-        columns = tuple(
-            _column(pa, schema.record, form, arrow.field(form.name).type) for form in schema.forms
-        )
-        schema.plans.append(_Plan(arrow, columns))
+        columns = tuple(_column(schema.record, form) for form in schema.forms)
+        importable = hasattr(pa.RecordBatch, "_import_from_c")
+        schema.plans.append(_Plan(arrow, columns, importable))
     return cast("_Plan", schema.plans[0])
 
 
-def _column(pa: Any, record: str, form: ColumnForm, kind: Any) -> Callable[[Any], Any]:
-    """The function giving the Arrow array (of type ``kind``) of a column of ``form``: every level is built
-    from its buffers, with types made once. The leaf values are checked to be as many as the column's shape
-    says and of its dtype (a batch's constructor checks only the columns' lengths)."""
+def _column(record: str, form: ColumnForm) -> Callable[[Any], _Node]:
+    """The function giving the :data:`_Node` of a column of ``form`` (of its Arrow type). The leaf values are
+    checked to be as many as the column's shape says and of its dtype (a batch's constructor checks only the
+    columns' lengths)."""
     if form.arrays:
-        return functools.partial(_arrays_column, pa, form, kind)
-    levels = form.levels
-    # The types from the outermost level in: ``levels`` large lists, fixed-size lists, the leaf.
-    types = [kind]
-    for _ in form.dims:
-        types.append(types[-1].value_type)
+        return functools.partial(_arrays_column, form)
+    # From the outermost level in: ``levels`` large lists, a fixed-size list per inner dimension, the leaf.
     inner = form.inner
-    leaf = _leaf_column(pa, record, form, types[-1])
-    fixed = types[levels:-1]
-    ragged = types[:levels]
+    leaf = _leaf_column(record, form)
+    fixed = [math.prod(inner[:position]) for position in range(len(inner))]
+    ragged = form.levels
     masked = form.masked
-    validity = functools.partial(_validity, pa)
-    from_buffers = pa.Array.from_buffers
-    py_buffer = pa.py_buffer
+    whole = math.prod(inner)
+    if not (masked or ragged or inner):  # a number or string per record: the leaf itself
+        return lambda column: leaf(column, len(column), _ALL_VALID)
 
-    def convert(column: Any) -> Any:
-        present = None
+    def convert(column: Any) -> _Node:
+        validity: tuple[Any, int] = _ALL_VALID
         if masked:
-            present = column.present
+            validity = _validity(column.present)
             column = column.values
         splits = []
-        for _ in ragged:
+        for _ in range(ragged):
             splits.append(column.row_splits)
             column = column.values
         size = len(column)
-        array = leaf(
-            column, size * math.prod(inner), validity(present) if not (ragged or fixed) else None
-        )
+        outermost = not (ragged or fixed)
+        node = leaf(column, size * whole, validity if outermost else _ALL_VALID)
         for position in range(len(fixed) - 1, -1, -1):
-            outer = None if position or ragged else validity(present)
-            array = from_buffers(
-                fixed[position], size * math.prod(inner[:position]), [outer], -1, children=[array]
-            )
-        for position in range(len(ragged) - 1, -1, -1):
-            outer = None if position else validity(present)
+            buffer, nulls = validity if not (position or ragged) else _ALL_VALID
+            node = (size * fixed[position], nulls, (buffer,), (node,))
+        for position in range(ragged - 1, -1, -1):
+            buffer, nulls = _ALL_VALID if position else validity
             row_splits = splits[position]
-            array = from_buffers(
-                ragged[position],
-                len(row_splits) - 1,
-                [outer, py_buffer(row_splits)],
-                -1,
-                children=[array],
-            )
-        return array
+            node = (len(row_splits) - 1, nulls, (buffer, row_splits), (node,))
+        return node
 
     return convert
 
 
-def _validity(pa: Any, present: npt.NDArray[np.bool_] | None) -> Any:
-    """The Arrow validity bitmap of a ``present`` mask (``None``: every row is valid)."""
-    if present is None or present.all():
-        return None
-    return pa.array(present, pa.bool_()).buffers()[1]
+_ALL_VALID: tuple[Any, int] = (None, 0)
 
 
-def _leaf_column(
-    pa: Any, record: str, form: ColumnForm, kind: Any
-) -> Callable[[Any, int, Any], Any]:
-    """The function giving the Arrow array of the flat values of a column's innermost level (``count`` of them,
-    ``validity`` their bitmap): numbers share their buffer (bools are packed into bits), strings and bytes are
-    joined (by the accelerator in one pass)."""
-    from_buffers = pa.Array.from_buffers
-    py_buffer = pa.py_buffer
+def _validity(present: npt.NDArray[np.bool_]) -> tuple[Any, int]:
+    """The Arrow validity bitmap of a ``present`` mask and its null count (``None``: every row is valid)."""
+    nulls = len(present) - int(np.count_nonzero(present))
+    if not nulls:
+        return _ALL_VALID
+    return np.packbits(present, bitorder="little"), nulls
+
+
+def _leaf_column(record: str, form: ColumnForm) -> Callable[[Any, int, tuple[Any, int]], _Node]:
+    """The function giving the node of the flat values of a column's innermost level (``count`` of them, with a
+    validity bitmap and null count): numbers share their buffer (bools are packed into bits), strings and bytes
+    are joined (by the accelerator in one pass)."""
     dtype = form.dtype
 
     def unfit(message: str) -> RecordError:
@@ -307,19 +322,19 @@ def _leaf_column(
         boolean = dtype.kind is Kind.BOOL
         numpy = dtype.numpy
 
-        def numbers(values: Any, count: int, validity: Any) -> Any:
+        def numbers(values: Any, count: int, validity: tuple[Any, int]) -> _Node:
             flat = np.ascontiguousarray(values).reshape(-1)
             if flat.dtype != numpy or flat.size != count:
                 raise unfit(f"expected {count} values of {numpy}, got {flat.size} of {flat.dtype}")
             if boolean:
-                return from_buffers(kind, count, [validity, pa.array(flat, kind).buffers()[1]], -1)
-            return from_buffers(kind, count, [validity, py_buffer(flat)], -1)
+                flat = np.packbits(flat, bitorder="little")
+            return (count, validity[1], (validity[0], flat), ())
 
         return numbers
     text = dtype.kind is Kind.STR
     depth = len(form.inner)
 
-    def strings(values: Any, count: int, validity: Any) -> Any:
+    def strings(values: Any, count: int, validity: tuple[Any, int]) -> _Node:
         for _ in range(depth):
             values = [item for row in values for item in row]
         if len(values) != count:
@@ -330,37 +345,32 @@ def _leaf_column(
             except (TypeError, OverflowError, UnicodeError):
                 pass  # pyarrow converts (or names the problem)
             else:
-                return from_buffers(
-                    kind, count, [validity, py_buffer(offsets), py_buffer(data)], -1
-                )
-        array = pa.array(values, kind)
-        return from_buffers(kind, count, [validity, *array.buffers()[1:]], -1)
+                return (count, validity[1], (validity[0], offsets, data), ())
+        pa = pyarrow("Arrow conversion")
+        array = pa.array(values, pa.string() if text else pa.binary())
+        return (count, validity[1], (validity[0], *array.buffers()[1:]), ())
 
     return strings
 
 
-def _arrays_column(pa: Any, form: ColumnForm, kind: Any, column: Any) -> Any:
-    present = None
+def _arrays_column(form: ColumnForm, column: Any) -> _Node:
+    validity = _ALL_VALID
     if form.masked:
-        present = column.present
+        validity = _validity(column.present)
         column = column.values
-    arrays = cast("list[npt.NDArray[Any]]", column)
-    return _arrays_array(pa, form, kind, arrays, _validity(pa, present))
+    return _arrays_node(form, cast("list[npt.NDArray[Any]]", column), validity)
 
 
-def _leaf(pa: Any, values: npt.NDArray[Any]) -> Any:
-    """The Arrow array of a flat numeric array, sharing its buffer (bools are packed into bits)."""
+def _leaf(values: npt.NDArray[Any]) -> _Node:
+    """The node of a flat numeric array (not bool), sharing its buffer."""
     array = np.ascontiguousarray(values)
-    if array.dtype == np.bool_:
-        return pa.array(array, pa.bool_())
-    kind = pa.from_numpy_dtype(array.dtype)
-    return pa.Array.from_buffers(kind, array.size, [None, pa.py_buffer(array)], 0)
+    return (array.size, 0, (None, array), ())
 
 
-def _arrays_array(
-    pa: Any, form: ColumnForm, kind: Any, arrays: list[npt.NDArray[Any]], validity: Any
-) -> Any:
-    """Arrays of different shapes: a struct (of type ``kind``) of each one's ``shape`` and its flat ``data``."""
+def _arrays_node(
+    form: ColumnForm, arrays: list[npt.NDArray[Any]], validity: tuple[Any, int]
+) -> _Node:
+    """Arrays of different shapes: a struct of each one's ``shape`` and its flat ``data``."""
     dtype = form.dtype.numpy
     rank = len(form.dims)
     joined = _adjacent(arrays, dtype, rank)
@@ -372,9 +382,13 @@ def _arrays_array(
         offsets = np.zeros(len(flat) + 1, np.int64)
         np.cumsum([a.size for a in flat], out=offsets[1:])
         shapes = np.array([a.shape for a in arrays], np.int64).reshape(-1, rank)
-    shape = pa.FixedSizeListArray.from_arrays(_leaf(pa, shapes.reshape(-1)), rank)
-    data = pa.LargeListArray.from_arrays(_leaf(pa, offsets), _leaf(pa, values))
-    return pa.Array.from_buffers(kind, len(arrays), [validity], -1, children=[shape, data])
+    count = len(arrays)
+    if form.dtype.kind is Kind.BOOL:
+        data = (values.size, 0, (None, np.packbits(values, bitorder="little")), ())
+    else:
+        data = _leaf(values)
+    shape = (count, 0, (None,), (_leaf(shapes.reshape(-1)),))
+    return (count, validity[1], (validity[0],), (shape, (count, 0, (None, offsets), (data,))))
 
 
 def _adjacent(

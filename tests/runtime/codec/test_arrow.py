@@ -5,8 +5,11 @@ input names its column and row and writes nothing."""
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
+import threading
+import weakref
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -479,3 +482,98 @@ def test_decoded_raw_arrays_of_different_shapes_share_the_batch_buffer(
         sp.adjacent_arrays([owner[1:3], owner[3:7].view(np.uint16)], owner, 1, fmt) is None
     )  # dtype
     assert sp.adjacent_arrays([owner[1:3]], owner, 1, "H") is None  # another format
+
+
+# --- one ArrowArray per batch (the accelerator's export) ------------------------------------------
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_exported_batches_equal_batches_built_level_by_level(
+    modules: dict[str, ModuleType], data: st.DataObject
+) -> None:
+    import_speedups()
+    cls = data.draw(any_class(modules))
+    records = data.draw(records_of(cls))
+    for batch in (
+        batch_class(cls).from_records(records),
+        cls.decode_batch([r.encode() for r in records]),  # type: ignore[attr-defined]
+    ):
+        exported = batch.to_arrow()
+        with mock.patch.object(accel, "speedups", None):
+            built = batch.to_arrow()
+        exported.validate(full=True)
+        built.validate(full=True)
+        assert exported.schema == built.schema  # and every buffer alike (NaN included):
+        assert exported.serialize().to_pybytes() == built.serialize().to_pybytes()
+
+
+def test_an_exported_batch_keeps_its_columns_until_arrow_lets_go(
+    modules: dict[str, ModuleType],
+) -> None:
+    import_speedups()
+    embedding: Any = modules["embedding"]
+    records = [
+        embedding.Embedding(label=i, embedding=np.full(128, i, np.float32)) for i in range(9)
+    ]
+    batch = batch_class(embedding.Embedding).from_records(records)
+    assert batch.embedding.base is None  # the array owns its numbers
+    column = weakref.ref(batch.embedding)
+    table = batch.to_arrow()
+    del batch
+    gc.collect()
+    assert column() is not None  # Arrow reads the batch's own buffer
+    assert table.column("embedding").values.to_numpy()[128 * 8] == 8.0
+    # Arrow may free its last buffer in any thread, with or without the GIL: the release takes it.
+    dropped = threading.Thread(target=lambda items=[table]: items.clear())
+    del table
+    dropped.start()
+    dropped.join()
+    gc.collect()
+    assert column() is None
+
+
+def test_export_arrow_shares_buffers_and_gives_back_every_view(pa: Any) -> None:
+    sp = import_speedups()
+    values = np.arange(6, dtype=np.int64)
+    splits = np.array([0, 2, 6], np.int64)
+    node = (2, 0, (None, splits), ((6, 0, (None, values), ()),))
+    before = sys.getrefcount(values), sys.getrefcount(splits)
+    owner, address = sp.export_arrow((2, 0, (None,), (node,)))
+    assert sys.getrefcount(values) == before[0] + 1  # a view held until released
+    schema = pa.schema([pa.field("x", pa.large_list(pa.int64()))])
+    table = pa.RecordBatch._import_from_c(address, schema)
+    del owner  # moved into Arrow: the capsule frees only the struct
+    assert table.column("x").to_pylist() == [[0, 1], [2, 3, 4, 5]]
+    assert table.column("x").values.buffers()[1].address == values.ctypes.data
+    del table
+    assert (sys.getrefcount(values), sys.getrefcount(splits)) == before
+    owner, _ = sp.export_arrow((2, 0, (None,), (node,)))
+    del owner  # never imported: the capsule releases it
+    assert (sys.getrefcount(values), sys.getrefcount(splits)) == before
+
+
+@pytest.mark.parametrize(
+    ("node", "error"),
+    [
+        ((1, 0, (None,)), "a node is a tuple"),
+        ((-1, 0, (None,), ()), "invalid"),
+        ((1, 2, (None,), ()), "invalid"),
+        ((1, 0, [None], ()), "invalid"),
+        ((1, 0, (None, "text"), ()), "bytes-like"),
+        ((1, 0, (None,), ((1, 0, (None, np.arange(3)[::2]), ()),)), "contiguous"),
+        ((1, 0, (None,), ((1, 0, (None, b"x"), ()), "child")), "a node is a tuple"),
+    ],
+)
+def test_export_arrow_refuses_a_bad_node_and_keeps_nothing(node: Any, error: str) -> None:
+    sp = import_speedups()
+    held = node[2][1] if len(node) > 2 and len(node[2]) > 1 else None
+    before = sys.getrefcount(held)
+    with pytest.raises((TypeError, ValueError, BufferError), match=error):
+        sp.export_arrow(node)
+    assert sys.getrefcount(held) == before
+    deep: Any = (0, 0, (), ())
+    for _ in range(70):
+        deep = (0, 0, (), (deep,))
+    with pytest.raises(ValueError, match="nested too deep"):
+        sp.export_arrow(deep)
