@@ -25,12 +25,12 @@ import os
 import re
 import weakref
 from collections.abc import Iterator, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import crc32c
 
 from codegen.errors import MissingExtraError, TfrGenError
+from codegen.runtime.io.whole import WholeOrNothing
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -212,13 +212,12 @@ def _stages(fs: AbstractFileSystem) -> bool:
     return getattr(type(fs), "_open", None) is MemoryFileSystem._open
 
 
-class ObjectFile:
+class ObjectFile(WholeOrNothing):
     """An object of an fsspec store that appears at ``url`` whole, on :meth:`commit`, or not at all.
 
     The object is opened with ``autocommit=False``, so its upload is finished only by
     :meth:`commit` (an S3 multipart upload is completed, a GCS resumable upload finalised); a
-    failure, :meth:`discard`, a ``with`` block that exits with an exception or the object being
-    garbage collected uncommitted aborts the upload (``discard()``), and a killed process never
+    failure or discarding it (see :class:`WholeOrNothing`) aborts the upload, and a killed process never
     finishes it: no object appears under ``url``. Stores whose files cannot defer their creation
     (``memory://``) get the whole object in one ``pipe_file`` at :meth:`commit`.
 
@@ -270,11 +269,6 @@ class ObjectFile:
         """The position of the next byte written: :attr:`size` (for writers such as pyarrow's)."""
         return self._written
 
-    @property
-    def closed(self) -> bool:
-        """Whether the object was committed or discarded."""
-        return not self._finalizer.alive
-
     def commit(self) -> None:
         """Finishes the upload: the object appears under its name. If that fails the upload is
         aborted and the error re-raised."""
@@ -291,24 +285,6 @@ class ObjectFile:
         except BaseException:
             self._finalizer()
             raise
-
-    def discard(self) -> None:
-        """Aborts the upload; nothing appears under the name."""
-        self._finalizer()
-
-    def __enter__(self) -> ObjectFile:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self.discard()
-        else:
-            self.commit()
 
 
 def _naming(exc: OSError, url: str) -> OSError:

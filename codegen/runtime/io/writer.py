@@ -42,6 +42,7 @@ from codegen.runtime.io.compression import (
 from codegen.runtime.io.files import PathLike, stream_name
 from codegen.runtime.io.members import gzip_member
 from codegen.runtime.io.urls import ObjectFile, StorageOptions, is_url, local_path
+from codegen.runtime.io.whole import WholeOrNothing
 
 __all__ = [
     "AtomicFile",
@@ -55,22 +56,23 @@ __all__ = [
 ]
 
 _WRITE_CHUNK = 1 << 20  # framed bytes collected before they go to the file (or the compressor)
-_MEMBER_CHUNK = 1 << 18  # framed bytes per gzip member: small enough that two threads share a file's
+_MEMBER_CHUNK = (
+    1 << 18
+)  # framed bytes per gzip member: small enough that two threads share a file's
 # inflating evenly and the first member is ready soon, large enough that headers cost nothing
 _WRITEBACK_STEP = 1 << 20  # bytes written to a temporary file between starts of their writeback
 _START_WRITEBACK = sys.platform == "linux"  # where posix_fadvise(DONTNEED) starts writeback
 _RENAME_OPEN_FILES = os.name == "posix"  # where an open file can be renamed
 
 
-class AtomicFile:
+class AtomicFile(WholeOrNothing):
     """A file that appears at ``path`` whole or not at all.
 
     Bytes go to a new temporary file in the same directory (``.<name>.<random>.tmp``, with the
     umask's permissions; :func:`codegen.files.create_temporary`), and errors name ``path``.
     :meth:`commit` flushes it, syncs it to disk, atomically renames it onto ``path`` (replacing an
-    existing file) and syncs the directory. :meth:`discard`, a ``with`` block that exits with an
-    exception, or the object being garbage collected uncommitted deletes the temporary file, and
-    nothing appears under ``path``; the temporary file is deleted even when closing it fails (a
+    existing file) and syncs the directory. Discarding it (see :class:`WholeOrNothing`) deletes the
+    temporary file, and nothing appears under ``path``; the temporary file is deleted even when closing it fails (a
     full disk). While the file grows, its writeback to disk is started a chunk at a time (on
     Linux), so that the ``fsync`` of :meth:`commit` has little left to wait for.
 
@@ -149,24 +151,6 @@ class AtomicFile:
         except BaseException:
             self._finalizer()
             raise
-
-    def discard(self) -> None:
-        """Deletes the unfinished temporary file; nothing appears under the target path."""
-        self._finalizer()
-
-    def __enter__(self) -> AtomicFile:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self.discard()
-        else:
-            self.commit()
 
 
 OutputFile = AtomicFile | ObjectFile
