@@ -37,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,7 @@ PROTOBUF_PARSE = "protobuf parse+access"
 TFRGEN_DECODE_BATCH = "tfr-gen decode_batch(1024) (columns)"
 TFRGEN_TO_ARROW = "tfr-gen decode_batch(1024)+to_arrow"
 TFRGEN_DATASET = "tfr-gen dataset(batch_size=1024) (columns)"
-TFRGEN_DATASET_THREADS = "tfr-gen dataset(batch_size=1024, num_threads=2)"
+TFRGEN_DATASET_THREADS = "tfr-gen dataset(batch_size=1024, num_threads=2) over 4 shards"
 TFRGEN_RESUME = "tfr-gen dataset resume at mid-file (re-read, no decoding)"
 TF_PIPELINE = "TF TFRecordDataset.batch(1024).map(Record.tf_parse)"
 TF_IMAGE_PIPELINE = "TF map(parse_example+decode_jpeg, AUTOTUNE).batch(1024).prefetch"
@@ -196,6 +197,8 @@ class Environment:
     scratch: Path
     arrow_missing: str | None = None
     s3_missing: str | None = None
+    epoch_bytes: int = 0
+    """The least bytes of records an epoch of the sharded rows reads (0: one pass over the records)."""
 
 
 def _encode(p: Prepared) -> Callable[[], Outcome]:
@@ -357,11 +360,11 @@ def _tf_pyarrow_parquet(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Out
     return run
 
 
-def _dataset(p: Prepared, threads: int = 1) -> Callable[[], Outcome]:
-    """Batches of the TFRecord file through ``Record.dataset`` (reading, CRC checks, decoding),
-    decoded by ``threads`` threads."""
+def _dataset(p: Prepared) -> Callable[[], Outcome]:
+    """Batches of the TFRecord file through ``Record.dataset`` (reading, CRC checks, decoding) in
+    the iterating thread."""
     dataset = cast("_Columnar", p.cls).dataset(
-        str(p.path), batch_size=_BATCH, compression=None, num_threads=threads
+        str(p.path), batch_size=_BATCH, compression=None, num_threads=1
     )
 
     def run() -> Outcome:
@@ -405,6 +408,8 @@ def _tf_pipeline(p: Prepared, tf: Any) -> Callable[[], Outcome]:
 
 SHARDS = 4
 """How many files the sharded rows read (the same records as the one file, in turns)."""
+EPOCH_BYTES = 64 << 20
+"""The least bytes of records an epoch of the sharded rows reads in a measured run (see :func:`_epoch`)."""
 
 
 def _shards(p: Prepared, scratch: Path) -> list[str]:
@@ -416,37 +421,65 @@ def _shards(p: Prepared, scratch: Path) -> list[str]:
     return [str(path) for path in paths]
 
 
-def _dataset_shards(p: Prepared, scratch: Path) -> Callable[[], Outcome]:
-    """Batches of the sharded files through ``Record.dataset``."""
-    dataset = cast("_Columnar", p.cls).dataset(
-        _shards(p, scratch), batch_size=_BATCH, compression=None
-    )
+def _epoch(p: Prepared, env: Environment) -> tuple[list[str], int]:
+    """The files of one epoch of the sharded rows and how many passes over the records they hold.
+
+    A loader's steady state is what it does within an epoch: each epoch starts its readers (and a
+    DataLoader's workers their iterators) again, and the first batches wait for them. So an epoch
+    of the sharded rows holds at least ``epoch_bytes`` (the :data:`SHARDS` files, then hard links to
+    them under other names: every file is a file of its own to a loader), and a run's time is that
+    of one pass over the records (the epoch's time divided by its passes)."""
+    shards = _shards(p, env.scratch)
+    passes = max(1, -(-env.epoch_bytes // max(p.total_bytes, 1)))
+    files = list(shards)
+    for copy in range(1, passes):
+        for shard in shards:
+            link = Path(shard).with_suffix(f".pass-{copy}.tfrecord")
+            if not link.exists():
+                os.link(shard, link)
+            files.append(str(link))
+    return files, passes
+
+
+def _passes(count: int, passes: int, read: Callable[[], int]) -> Callable[[], Outcome]:
+    """A run of an epoch of ``passes`` passes over ``count`` records (``read`` reads it and says how
+    many records it read): the time of one pass."""
 
     def run() -> Outcome:
-        return Outcome(sum(len(batch) for batch in dataset))
+        start = time.perf_counter()
+        records = read()
+        seconds = time.perf_counter() - start
+        if records != count * passes:
+            return Outcome(records)  # (the suite names the row and the count)
+        return Outcome(count, seconds / passes)
 
     return run
 
 
-def _dataloader(p: Prepared, scratch: Path) -> Callable[[], Outcome]:
-    """Batches of the sharded files as dicts of tensors through a PyTorch DataLoader:
+def _dataset_shards(p: Prepared, env: Environment, threads: int = 1) -> Callable[[], Outcome]:
+    """Batches of an epoch of the sharded files through ``Record.dataset``, decoded by ``threads``
+    threads."""
+    files, passes = _epoch(p, env)
+    dataset = cast("_Columnar", p.cls).dataset(
+        files, batch_size=_BATCH, compression=None, num_threads=threads
+    )
+    return _passes(p.count, passes, lambda: sum(len(batch) for batch in dataset))
+
+
+def _dataloader(p: Prepared, env: Environment) -> Callable[[], Outcome]:
+    """Batches of an epoch of the sharded files as dicts of tensors through a PyTorch DataLoader:
     ``DataLoader(dataset.to_torch(), batch_size=None, num_workers=2, persistent_workers=True)``,
     each run one epoch of the same loader, so the timed rounds (after the warm-up round, which
     starts the workers) are its steady state; the batches reach the main process through the
     workers' reused shared memory."""
     import torch
 
-    dataset = cast("_Columnar", p.cls).dataset(
-        _shards(p, scratch), batch_size=_BATCH, compression=None
-    )
+    files, passes = _epoch(p, env)
+    dataset = cast("_Columnar", p.cls).dataset(files, batch_size=_BATCH, compression=None)
     loader = torch.utils.data.DataLoader(
         dataset.to_torch(), batch_size=None, num_workers=2, persistent_workers=True
     )
-
-    def run() -> Outcome:
-        return Outcome(sum(_records(batch) for batch in loader))
-
-    return run
+    return _passes(p.count, passes, lambda: sum(_records(batch) for batch in loader))
 
 
 def _records(batch: dict[str, Any]) -> int:
@@ -456,30 +489,27 @@ def _records(batch: dict[str, Any]) -> int:
     return len(column) - 1 if name.endswith(".row_splits") else len(column)
 
 
-def _torch_row(p: Prepared, scratch: Path) -> Contender:
+def _torch_row(p: Prepared, env: Environment) -> Contender:
     """The DataLoader row, skipped without PyTorch (the ``torch`` extra)."""
     if importlib.util.find_spec("torch") is None:
         why = "PyTorch is not installed: pip install 'tfr-gen[torch]'"
         return Contender(TFRGEN_DATALOADER, "read", None, why)
-    return _batched(p, TFRGEN_DATALOADER, "read", lambda: _dataloader(p, scratch))
+    return _batched(p, TFRGEN_DATALOADER, "read", lambda: _dataloader(p, env))
 
 
-def _tf_best_pipeline(p: Prepared, tf: Any, scratch: Path) -> Callable[[], Outcome]:
-    """TensorFlow's recommended input pipeline over the sharded files:
+def _tf_best_pipeline(p: Prepared, tf: Any, env: Environment) -> Callable[[], Outcome]:
+    """TensorFlow's recommended input pipeline over an epoch of the sharded files:
     ``TFRecordDataset(files, num_parallel_reads=AUTOTUNE).batch(1024).map(parse,
     num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)``."""
     parse, auto = p.cls.tf_parse, tf.data.AUTOTUNE
+    files, passes = _epoch(p, env)
     dataset = (
-        tf.data.TFRecordDataset(_shards(p, scratch), num_parallel_reads=auto)
+        tf.data.TFRecordDataset(files, num_parallel_reads=auto)
         .batch(_BATCH)
         .map(lambda s: (tf.size(s), parse(s)), num_parallel_calls=auto)
         .prefetch(auto)
     )
-
-    def run() -> Outcome:
-        return Outcome(sum(int(n) for n, _ in dataset))
-
-    return run
+    return _passes(p.count, passes, lambda: sum(int(n) for n, _ in dataset))
 
 
 _CHUNK = 8 << 20
@@ -767,7 +797,7 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
         _batched(p, TFRGEN_DECODE_BATCH, "decode", lambda: _decode_batch(p)),
         with_arrow(TFRGEN_TO_ARROW, "decode", lambda: _to_arrow(p)),
         _batched(p, TFRGEN_DATASET, "read", lambda: _dataset(p)),
-        _batched(p, TFRGEN_DATASET_THREADS, "read", lambda: _dataset(p, 2)),
+        _batched(p, TFRGEN_DATASET_THREADS, "read", lambda: _dataset_shards(p, env, 2)),
         _batched(p, TFRGEN_RESUME, "read", lambda: _resume(p)),
         with_tf(TF_PIPELINE, "read", lambda: _tf_pipeline(p, tf)),
         (
@@ -776,9 +806,9 @@ def contenders(p: Prepared, env: Environment) -> list[Contender]:
             else Contender(TF_IMAGE_PIPELINE, "read", None, "no encoded images")
         ),
         with_tf(TF_RAW_READ, "read", lambda: _tf_raw_read(p, tf)),
-        _batched(p, TFRGEN_DATASET_SHARDS, "read", lambda: _dataset_shards(p, scratch)),
-        _torch_row(p, scratch),
-        with_tf(TF_BEST_PIPELINE, "read", lambda: _tf_best_pipeline(p, tf, scratch)),
+        _batched(p, TFRGEN_DATASET_SHARDS, "read", lambda: _dataset_shards(p, env)),
+        _torch_row(p, env),
+        with_tf(TF_BEST_PIPELINE, "read", lambda: _tf_best_pipeline(p, tf, env)),
         Contender(LIMIT, "read", _limit(p)),
         Contender(TFRGEN_READ, "read", _tfrgen_read(p)),
         Contender(TFRGEN_RAW_READ, "read", _tfrgen_raw_read(p)),

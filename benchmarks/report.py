@@ -31,6 +31,10 @@ NOTES = (
     "not sync. Every run starts after os.sync(), so no run's fsync waits for another's data.",
     "vahidk tfrecord_loader runs in a subprocess (its protos clash with TensorFlow's); its time is "
     "its own loop.",
+    "rows over 4 shards read epochs of at least 64 MB (the shards, then hard links to them under "
+    "other names), so that a loader's start of epoch (readers opened, DataLoader workers' iterators "
+    "started, first batches awaited) is part of a steady state, not most of the run; their time is "
+    "that of one pass over the records (the epoch's time divided by its passes).",
 )
 """What the numbers mean, printed under every table."""
 

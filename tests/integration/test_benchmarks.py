@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from codegen.runtime import FeatureInfo, FeatureSpec
+from codegen.runtime import FeatureInfo, FeatureSpec, read_tfrecord
 from codegen.runtime.codec import wire
+from codegen.runtime.data.dataset import Dataset
 from support.paths import ROOT
 from support.processes import PYTHON
 
@@ -311,8 +312,8 @@ def test_ratios_and_bars_come_from_the_median_or_fastest_runs(bench: ModuleType)
         (TFRGEN_DECODE_BATCH, TF_PIPELINE, None, "SKIP"),
         (TFRGEN_DATASET, TF_PIPELINE, None, "SKIP"),
         (TFRGEN_DATASET, VAHIDK_READ, None, "SKIP"),
-        (TFRGEN_DATASET_SHARDS, TF_BEST_PIPELINE, None, "SKIP"),
-        (TFRGEN_DATASET_THREADS, TFRGEN_DATASET, None, "SKIP"),
+        (TFRGEN_DATASET_THREADS, TF_BEST_PIPELINE, None, "SKIP"),
+        (TFRGEN_DATASET_THREADS, TFRGEN_DATASET_SHARDS, None, "SKIP"),
         (TFRGEN_DATALOADER, TFRGEN_DATASET_SHARDS, None, "SKIP"),
         (TFRGEN_WRITE, TF_WRITE, None, "SKIP"),
         (GZIP_WRITE, STDLIB_GZIP_WRITE, None, "SKIP"),
@@ -415,3 +416,27 @@ def test_report_scan_measures_speed_and_peak_memory(bench: ModuleType, tmp_path:
     speed, memory = report_scan_bars(scan)
     assert speed.split()[0] in ("PASS", "FAIL") and "report-scan" in speed
     assert memory.split()[0] in ("PASS", "FAIL") and "peak memory" in memory
+
+
+def test_sharded_rows_read_epochs_of_at_least_the_epoch_bytes(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    """An epoch of the sharded rows is the shards and then links to them under other names (every
+    file is read, none deduplicated), and a run reports one pass: the records and a pass's time."""
+    from benchmarks import contenders
+
+    records = [bytes([i]) * 100 for i in range(10)]
+    prepared: Any = dataclasses.make_dataclass(
+        "P", ["workload", "serialized", "count", "total_bytes"]
+    )(dataclasses.make_dataclass("W", ["name"])("w"), records, 10, 1000)
+    env = contenders.Environment(None, "", None, tmp_path, epoch_bytes=2500)
+    files, passes = contenders._epoch(prepared, env)
+    assert passes == 3 and len(files) == len(set(files)) == 3 * contenders.SHARDS
+    read = [r for f in files for r in read_tfrecord(f)]
+    assert sorted(read) == sorted(records * 3)
+    dataset = Dataset(files, bytes, None, batch_size=None)
+    assert sum(1 for _ in dataset) == 30  # the loader reads each link as a file of its own
+    run = contenders._passes(10, passes, lambda: 30)
+    assert run().records == 10 and contenders._passes(10, passes, lambda: 29)().records == 29
+    env = dataclasses.replace(env, epoch_bytes=0)
+    assert contenders._epoch(prepared, env) == (files[: contenders.SHARDS], 1)
