@@ -434,7 +434,7 @@ def test_sharded_rows_read_epochs_of_at_least_the_epoch_bytes(
     assert passes == 3 and len(files) == len(set(files)) == 3 * contenders.SHARDS
     read = [r for f in files for r in read_tfrecord(f)]
     assert sorted(read) == sorted(records * 3)
-    dataset = Dataset(files, bytes, None, batch_size=None)
+    dataset: Dataset[bytes] = Dataset(files, bytes, None, batch_size=None)
     assert sum(1 for _ in dataset) == 30  # the loader reads each link as a file of its own
     run = contenders._passes(10, passes, lambda: 30)
     assert run().records == 10 and contenders._passes(10, passes, lambda: 29)().records == 29
