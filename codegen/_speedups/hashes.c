@@ -1,7 +1,8 @@
 /*
  * hash_values: the 64-bit FNV-1a hash of each bytes value joined in one buffer (the blob and
  * sizes scan_batch gives for a joined key), so that the statistics of tfr-gen report count
- * values in numpy without making a bytes object per value.
+ * values in numpy without making a bytes object per value; tally_values: the same hashes
+ * grouped, each distinct one once with how many values have it and where it first is.
  */
 #include "speedups.h"
 
@@ -13,48 +14,148 @@ PyDoc_STRVAR(hash_values_doc,
 "buffer of native int64, the size of each value in order. ValueError when the sizes are\n"
 "negative or do not add up to the blob's size.");
 
+/* Whether ``sizes`` (``n`` int64) are sizes of values that fill ``blob_len`` bytes; else a
+ * ValueError is set. */
+static int
+check_sizes(const int64_t *size, Py_ssize_t n, Py_ssize_t blob_len)
+{
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (size[i] < 0 || size[i] > blob_len - pos) {
+            PyErr_SetString(PyExc_ValueError, "the sizes do not fit the blob");
+            return 0;
+        }
+        pos += (Py_ssize_t)size[i];
+    }
+    if (pos != blob_len) {
+        PyErr_SetString(PyExc_ValueError, "the sizes do not add up to the blob's size");
+        return 0;
+    }
+    return 1;
+}
+
+/* The parsed arguments (blob, sizes) of both functions, checked; 0 with an error set (and the
+ * buffers released) when they are not fit. */
+static int
+joined_args(PyObject *args, const char *format, Py_buffer *blob, Py_buffer *sizes,
+            Py_ssize_t *n)
+{
+    if (!PyArg_ParseTuple(args, format, blob, sizes)) {
+        return 0;
+    }
+    if (sizes->len % (Py_ssize_t)sizeof(int64_t) != 0) {
+        PyErr_SetString(PyExc_ValueError, "sizes must be a buffer of int64");
+    }
+    else {
+        *n = sizes->len / (Py_ssize_t)sizeof(int64_t);
+        if (check_sizes((const int64_t *)sizes->buf, *n, blob->len)) {
+            return 1;
+        }
+    }
+    PyBuffer_Release(blob);
+    PyBuffer_Release(sizes);
+    return 0;
+}
+
+static inline uint64_t
+fnv1a(const uint8_t *data, int64_t size)
+{
+    uint64_t hash = 14695981039346656037ULL;
+    for (int64_t j = 0; j < size; j++) {
+        hash ^= data[j];
+        hash *= 1099511628211ULL;
+    }
+    return hash;
+}
+
 static PyObject *
 hash_values(PyObject *self, PyObject *args)
 {
     Py_buffer blob, sizes;
-    if (!PyArg_ParseTuple(args, "y*y*:hash_values", &blob, &sizes)) {
+    Py_ssize_t n;
+    if (!joined_args(args, "y*y*:hash_values", &blob, &sizes, &n)) {
         return NULL;
     }
-    PyObject *result = NULL;
     const int64_t *size = (const int64_t *)sizes.buf;
-    Py_ssize_t n = sizes.len / (Py_ssize_t)sizeof(int64_t);
-    Py_ssize_t pos = 0;
-    if (sizes.len % (Py_ssize_t)sizeof(int64_t) != 0) {
-        PyErr_SetString(PyExc_ValueError, "sizes must be a buffer of int64");
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (size[i] < 0 || size[i] > blob.len - pos) {
-            PyErr_SetString(PyExc_ValueError, "the sizes do not fit the blob");
-            goto done;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
+    if (result != NULL) {
+        uint64_t *out = (uint64_t *)PyBytes_AS_STRING(result);
+        const uint8_t *data = (const uint8_t *)blob.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            out[i] = fnv1a(data, size[i]);
+            data += size[i];
         }
-        pos += (Py_ssize_t)size[i];
     }
-    if (pos != blob.len) {
-        PyErr_SetString(PyExc_ValueError, "the sizes do not add up to the blob's size");
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&sizes);
+    return result;
+}
+
+PyDoc_STRVAR(tally_values_doc,
+"tally_values(blob, sizes, /)\n--\n\n"
+"The distinct 64-bit FNV-1a hashes of the values joined in ``blob`` (``sizes`` as for\n"
+"hash_values), in the order they first appear: a tuple of three bytes objects of as many native\n"
+"numbers, the hashes (uint64), how many values have each (int64) and the index of the first\n"
+"value that has it (int64). ValueError as hash_values.");
+
+static PyObject *
+tally_values(PyObject *self, PyObject *args)
+{
+    Py_buffer blob, sizes;
+    Py_ssize_t n;
+    if (!joined_args(args, "y*y*:tally_values", &blob, &sizes, &n)) {
+        return NULL;
+    }
+    const int64_t *size = (const int64_t *)sizes.buf;
+    PyObject *result = NULL;
+    /* Open addressing: a power of two at least twice the values, each slot the index of a
+     * distinct hash in the outputs (or -1). */
+    int bits = 3;
+    while (((Py_ssize_t)1 << bits) < 2 * n) {
+        bits++;
+    }
+    Py_ssize_t slots = (Py_ssize_t)1 << bits;
+    Py_ssize_t *table = PyMem_Malloc((size_t)slots * sizeof(Py_ssize_t));
+    uint64_t *hashes = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint64_t));
+    int64_t *counts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    int64_t *firsts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (table == NULL || hashes == NULL || counts == NULL || firsts == NULL) {
+        PyErr_NoMemory();
         goto done;
     }
-    result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
-    if (result == NULL) {
-        goto done;
-    }
-    uint64_t *out = (uint64_t *)PyBytes_AS_STRING(result);
+    memset(table, 0xff, (size_t)slots * sizeof(Py_ssize_t));
+    Py_ssize_t distinct = 0;
+    size_t mask = (size_t)slots - 1;
     const uint8_t *data = (const uint8_t *)blob.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t hash = 14695981039346656037ULL;
-        for (int64_t j = 0; j < size[i]; j++) {
-            hash ^= data[j];
-            hash *= 1099511628211ULL;
-        }
-        out[i] = hash;
+        uint64_t hash = fnv1a(data, size[i]);
         data += size[i];
+        size_t slot = (size_t)((hash * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+        for (;;) {
+            Py_ssize_t at = table[slot];
+            if (at < 0) {
+                table[slot] = distinct;
+                hashes[distinct] = hash;
+                counts[distinct] = 1;
+                firsts[distinct] = (int64_t)i;
+                distinct++;
+                break;
+            }
+            if (hashes[at] == hash) {
+                counts[at]++;
+                break;
+            }
+            slot = (slot + 1) & mask;
+        }
     }
+    result = Py_BuildValue("(y#y#y#)", (const char *)hashes, distinct * (Py_ssize_t)sizeof(uint64_t),
+                           (const char *)counts, distinct * (Py_ssize_t)sizeof(int64_t),
+                           (const char *)firsts, distinct * (Py_ssize_t)sizeof(int64_t));
 done:
+    PyMem_Free(table);
+    PyMem_Free(hashes);
+    PyMem_Free(counts);
+    PyMem_Free(firsts);
     PyBuffer_Release(&blob);
     PyBuffer_Release(&sizes);
     return result;
@@ -62,5 +163,6 @@ done:
 
 PyMethodDef tfr_hashes_methods[] = {
     {"hash_values", hash_values, METH_VARARGS, hash_values_doc},
+    {"tally_values", tally_values, METH_VARARGS, tally_values_doc},
     {NULL, NULL, 0, NULL},
 };

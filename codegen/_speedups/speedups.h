@@ -33,7 +33,8 @@ extern PyMethodDef tfr_arrays_methods[];
 /* export.c: export_arrow, a tree of Arrow arrays as one ArrowArray of the Arrow C data interface. */
 extern PyMethodDef tfr_export_methods[];
 
-/* hashes.c: hash_values, the FNV-1a hash of each joined bytes value. */
+/* hashes.c: hash_values, the FNV-1a hash of each joined bytes value, and tally_values, those hashes
+ * grouped. */
 extern PyMethodDef tfr_hashes_methods[];
 
 /* varint.c: decode_varints, a test hook for the loop below. */

@@ -160,6 +160,12 @@ class Speedups(Protocol):
         ``batch.hash_joined``."""
         ...
 
+    def tally_values(self, blob: Buffer, sizes: object, /) -> tuple[bytes, bytes, bytes]:
+        """The distinct hashes of :meth:`hash_values`, in the order they first appear, with how
+        many values have each and the index of the first (native uint64, int64, int64 bytes),
+        like ``batch.tally_joined``."""
+        ...
+
     def pooled_block(self, size: int, /) -> BlockBuffer:
         """A writable ``Block`` of ``size`` bytes whose memory comes from the pool (a reader's
         buffer)."""

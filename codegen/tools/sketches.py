@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codegen.runtime.codec.batch import hash_joined
+from codegen.runtime.codec.batch import tally_joined
 
 __all__ = ["QuantileSketch", "TopValues", "equal_width_edges"]
 
@@ -158,8 +158,9 @@ class TopValues:
     """The most frequent values of a stream, with counts within :attr:`count_error`.
 
     Values are counted by their 64-bit FNV-1a hash (:func:`~codegen.runtime.codec.batch.hash_joined`:
-    two values with the same hash would count as one) in numpy, and a value's bytes are kept once
-    for each hash held.
+    two values with the same hash would count as one), a batch's values grouped by
+    :func:`~codegen.runtime.codec.batch.tally_joined` and merged into the held counts in numpy, and
+    a value's bytes are kept once for each hash held.
     """
 
     def __init__(self, capacity: int = TOP_CAPACITY) -> None:
@@ -175,41 +176,42 @@ class TopValues:
         if not sizes.size:
             return
         self.n += int(sizes.size)
-        hashes = hash_joined(blob, sizes)
-        order = np.argsort(hashes)
-        ordered = hashes[order]
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-        found = ordered[starts]  # sorted, distinct
-        counts = np.diff(np.append(starts, ordered.size))
-        where = order[starts]  # a place of each found value in the batch
+        found, counts, where = tally_joined(blob, sizes)  # distinct, with a place of each
         held, totals = self._hashes, self._counts
-        at = np.searchsorted(held, found)
-        known = held[np.minimum(at, held.size - 1)] == found if held.size else at < 0
-        totals = totals.copy()
-        totals[at[known]] += counts[known]
-        fresh = ~known
-        keys = np.insert(held, at[fresh], found[fresh])  # stays sorted
-        totals = np.insert(totals, at[fresh], counts[fresh])
-        is_new = np.zeros(keys.size, dtype=bool)
-        is_new[at[fresh] + np.arange(int(fresh.sum()))] = True
+        if held.size:
+            at = np.searchsorted(held, found)
+            known = held[np.minimum(at, held.size - 1)] == found
+            totals = totals.copy()
+            totals[at[known]] += counts[known]
+            fresh = np.flatnonzero(~known)
+            keys = np.concatenate((held, found[fresh]))
+            totals = np.concatenate((totals, counts[fresh]))
+            where = where[fresh]
+        else:
+            keys, totals = found, counts
+        # keys[held.size:] are new, the value at where[i] in the batch being keys[held.size + i].
         trimmed = keys.size > SLACK * self.capacity
+        kept = np.arange(keys.size)  # the places in keys that stay
         if trimmed:
             cut = int(np.partition(totals, keys.size - self.capacity - 1)[-self.capacity - 1])
             self.count_error += cut
-            keep = totals > cut
-            keys, totals, is_new = keys[keep], totals[keep] - cut, is_new[keep]
-        new = keys[is_new]
+            kept = np.flatnonzero(totals > cut)
+            totals = totals - cut
+        new = kept[kept >= held.size]
         if new.size:
-            place = where[np.searchsorted(found, new)]
+            place = where[new - held.size]
             ends = np.cumsum(sizes)
             slices = map(slice, (ends - sizes)[place].tolist(), ends[place].tolist())
             self._values.update(
-                zip(new.tolist(), map(bytes(blob).__getitem__, slices), strict=True)
+                zip(keys[new].tolist(), map(bytes(blob).__getitem__, slices), strict=True)
             )
         if trimmed:
-            kept = keys.tolist()
-            self._values = dict(zip(kept, map(self._values.__getitem__, kept), strict=True))
-        self._hashes, self._counts = keys, totals
+            survivors = keys[kept].tolist()
+            self._values = dict(
+                zip(survivors, map(self._values.__getitem__, survivors), strict=True)
+            )
+        order = kept[np.argsort(keys[kept])] if new.size else kept
+        self._hashes, self._counts = keys[order], totals[order]
 
     def update_list(self, values: Sequence[bytes]) -> None:
         """Count values given one by one."""

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codegen.runtime.codec import batch as codec_batch
 from codegen.tools.sketches import SLACK, QuantileSketch, TopValues, equal_width_edges
+from support.speedups import import_speedups
 
 
 def true_rank(sorted_values: np.ndarray, x: float) -> tuple[int, int]:
@@ -115,3 +117,37 @@ def test_top_counts_within_the_counted_error(items: list[int], capacity: int) ->
     for value, count in truth.items():  # a value missing from the counts is rare enough
         if value not in top.counts():
             assert count <= top.count_error
+
+
+def misra_gries(batches: list[list[bytes]], capacity: int) -> tuple[dict[bytes, int], int]:
+    """The counts and count error :class:`TopValues` promises, by its definition, value by value."""
+    counts: Counter[bytes] = Counter()
+    error = 0
+    for values in batches:
+        counts.update(values)
+        if len(counts) > SLACK * capacity:
+            cut = sorted(counts.values(), reverse=True)[capacity]
+            error += cut
+            counts = Counter({v: c - cut for v, c in counts.items() if c > cut})
+    return dict(counts), error
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 60), max_size=80), max_size=12),
+    st.integers(1, 4),
+    st.booleans(),
+)
+def test_top_values_follow_their_definition_on_both_paths(
+    batches: list[list[int]], capacity: int, accelerated: bool
+) -> None:
+    values = [[b"v%d" % i for i in batch] for batch in batches]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(codec_batch, "speedups", import_speedups() if accelerated else None)
+        top = TopValues(capacity=capacity)
+        for batch in values:
+            top.update_list(batch)
+    counts, error = misra_gries(values, capacity)
+    assert (top.counts(), top.count_error) == (counts, error)
+    assert top.n == sum(map(len, values))
+    assert top.distinct == (len(counts) if not error else None)

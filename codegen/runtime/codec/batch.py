@@ -53,7 +53,15 @@ from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.tensors import RaggedStrings, RaggedTensor, RawTensor
 from codegen.runtime.codec.varint import decode_packed_int64
 
-__all__ = ["ABSENT", "BatchCodec", "KeyScan", "hash_joined", "quiet_signaling_nans", "scan_keys"]
+__all__ = [
+    "ABSENT",
+    "BatchCodec",
+    "KeyScan",
+    "hash_joined",
+    "quiet_signaling_nans",
+    "scan_keys",
+    "tally_joined",
+]
 
 ABSENT = 255
 """The kind :class:`KeyScan` gives a record without the key (0 is a ``Feature`` with no list)."""
@@ -114,6 +122,29 @@ def hash_joined(blob: memoryview | bytes, sizes: npt.NDArray[np.int64]) -> npt.N
             value = ((value ^ octet) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
         hashes.append(value)
     return np.array(hashes, dtype=np.uint64)
+
+
+def tally_joined(
+    blob: memoryview | bytes, sizes: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct :func:`hash_joined` hashes of the values joined in ``blob``, how many values
+    have each and the index of the first value that has it (in no promised order: the
+    accelerator's is that of first appearance, the Python path's that of the hashes).
+    :class:`ValueError` as :func:`hash_joined`."""
+    if speedups is not None:
+        sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+        distinct, tallies, places = speedups.tally_values(blob, sizes)
+        return (
+            np.frombuffer(distinct, dtype=np.uint64),
+            np.frombuffer(tallies, dtype=np.int64),
+            np.frombuffer(places, dtype=np.int64),
+        )
+    hashes = hash_joined(blob, sizes)
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    starts = np.flatnonzero(np.concatenate(([hashes.size > 0], ordered[1:] != ordered[:-1])))
+    counts = np.diff(np.append(starts, ordered.size))
+    return ordered[starts], counts.astype(np.int64, copy=False), order[starts].astype(np.int64)
 
 
 def scan_keys(
