@@ -14,24 +14,28 @@ PyDoc_STRVAR(hash_values_doc,
 "buffer of native int64, the size of each value in order. ValueError when the sizes are\n"
 "negative or do not add up to the blob's size.");
 
-/* Whether ``sizes`` (``n`` int64) are sizes of values that fill ``blob_len`` bytes; else a
- * ValueError is set. */
-static int
-check_sizes(const int64_t *size, Py_ssize_t n, Py_ssize_t blob_len)
+int
+tfr_joined_sizes(const Py_buffer *blob, const Py_buffer *sizes, Py_ssize_t *n)
 {
+    if (sizes->len % (Py_ssize_t)sizeof(int64_t) != 0) {
+        PyErr_SetString(PyExc_ValueError, "sizes must be a buffer of int64");
+        return -1;
+    }
+    const int64_t *size = (const int64_t *)sizes->buf;
+    *n = sizes->len / (Py_ssize_t)sizeof(int64_t);
     Py_ssize_t pos = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (size[i] < 0 || size[i] > blob_len - pos) {
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        if (size[i] < 0 || size[i] > blob->len - pos) {
             PyErr_SetString(PyExc_ValueError, "the sizes do not fit the blob");
-            return 0;
+            return -1;
         }
         pos += (Py_ssize_t)size[i];
     }
-    if (pos != blob_len) {
+    if (pos != blob->len) {
         PyErr_SetString(PyExc_ValueError, "the sizes do not add up to the blob's size");
-        return 0;
+        return -1;
     }
-    return 1;
+    return 0;
 }
 
 /* The parsed arguments (blob, sizes) of both functions, checked; 0 with an error set (and the
@@ -43,14 +47,8 @@ joined_args(PyObject *args, const char *format, Py_buffer *blob, Py_buffer *size
     if (!PyArg_ParseTuple(args, format, blob, sizes)) {
         return 0;
     }
-    if (sizes->len % (Py_ssize_t)sizeof(int64_t) != 0) {
-        PyErr_SetString(PyExc_ValueError, "sizes must be a buffer of int64");
-    }
-    else {
-        *n = sizes->len / (Py_ssize_t)sizeof(int64_t);
-        if (check_sizes((const int64_t *)sizes->buf, *n, blob->len)) {
-            return 1;
-        }
+    if (tfr_joined_sizes(blob, sizes, n) == 0) {
+        return 1;
     }
     PyBuffer_Release(blob);
     PyBuffer_Release(sizes);
@@ -108,54 +106,60 @@ tally_values(PyObject *self, PyObject *args)
     }
     const int64_t *size = (const int64_t *)sizes.buf;
     PyObject *result = NULL;
-    /* Open addressing: a power of two at least twice the values, each slot the index of a
-     * distinct hash in the outputs (or -1). */
+    PyObject *hashes_out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t));
+    PyObject *counts_out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    PyObject *firsts_out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    /* Open addressing: a power of two at least twice the values, each slot 1 + the index of a
+     * distinct hash in the outputs (or 0), with the hash's top bits beside it to compare first. */
     int bits = 3;
     while (((Py_ssize_t)1 << bits) < 2 * n) {
         bits++;
     }
-    Py_ssize_t slots = (Py_ssize_t)1 << bits;
-    Py_ssize_t *table = PyMem_Malloc((size_t)slots * sizeof(Py_ssize_t));
-    uint64_t *hashes = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint64_t));
-    int64_t *counts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    int64_t *firsts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (table == NULL || hashes == NULL || counts == NULL || firsts == NULL) {
+    size_t slots = (size_t)1 << bits;
+    uint32_t *table = n <= UINT32_MAX / 2 ? PyMem_Calloc(slots, sizeof(uint32_t)) : NULL;
+    if (hashes_out == NULL || counts_out == NULL || firsts_out == NULL) {
+        goto done;
+    }
+    if (table == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    memset(table, 0xff, (size_t)slots * sizeof(Py_ssize_t));
-    Py_ssize_t distinct = 0;
-    size_t mask = (size_t)slots - 1;
+    uint64_t *hashes = (uint64_t *)PyBytes_AS_STRING(hashes_out);
+    int64_t *counts = (int64_t *)PyBytes_AS_STRING(counts_out);
+    int64_t *firsts = (int64_t *)PyBytes_AS_STRING(firsts_out);
+    uint32_t distinct = 0;
+    size_t mask = slots - 1;
     const uint8_t *data = (const uint8_t *)blob.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t hash = fnv1a(data, size[i]);
         data += size[i];
         size_t slot = (size_t)((hash * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
         for (;;) {
-            Py_ssize_t at = table[slot];
-            if (at < 0) {
-                table[slot] = distinct;
-                hashes[distinct] = hash;
-                counts[distinct] = 1;
-                firsts[distinct] = (int64_t)i;
-                distinct++;
+            uint32_t at = table[slot];
+            if (at == 0) {
+                table[slot] = ++distinct;
+                hashes[distinct - 1] = hash;
+                counts[distinct - 1] = 1;
+                firsts[distinct - 1] = (int64_t)i;
                 break;
             }
-            if (hashes[at] == hash) {
-                counts[at]++;
+            if (hashes[at - 1] == hash) {
+                counts[at - 1]++;
                 break;
             }
             slot = (slot + 1) & mask;
         }
     }
-    result = Py_BuildValue("(y#y#y#)", (const char *)hashes, distinct * (Py_ssize_t)sizeof(uint64_t),
-                           (const char *)counts, distinct * (Py_ssize_t)sizeof(int64_t),
-                           (const char *)firsts, distinct * (Py_ssize_t)sizeof(int64_t));
+    if (_PyBytes_Resize(&hashes_out, (Py_ssize_t)distinct * (Py_ssize_t)sizeof(uint64_t)) == 0
+        && _PyBytes_Resize(&counts_out, (Py_ssize_t)distinct * (Py_ssize_t)sizeof(int64_t)) == 0
+        && _PyBytes_Resize(&firsts_out, (Py_ssize_t)distinct * (Py_ssize_t)sizeof(int64_t)) == 0) {
+        result = PyTuple_Pack(3, hashes_out, counts_out, firsts_out);
+    }
 done:
     PyMem_Free(table);
-    PyMem_Free(hashes);
-    PyMem_Free(counts);
-    PyMem_Free(firsts);
+    Py_XDECREF(hashes_out);
+    Py_XDECREF(counts_out);
+    Py_XDECREF(firsts_out);
     PyBuffer_Release(&blob);
     PyBuffer_Release(&sizes);
     return result;
