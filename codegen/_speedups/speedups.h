@@ -37,6 +37,14 @@ extern PyMethodDef tfr_export_methods[];
  * grouped. */
 extern PyMethodDef tfr_hashes_methods[];
 
+/* hashes.c: check that ``sizes`` (a buffer of native int64) are the sizes of values joined in
+ * ``blob``, non-negative and adding up to its size, and set ``*n`` to their number; -1 with a
+ * ValueError set when they are not. */
+int tfr_joined_sizes(const Py_buffer *blob, const Py_buffer *sizes, Py_ssize_t *n);
+
+/* joined.c: joined_traits, the NUL bytes, image signatures and short values of joined values. */
+extern PyMethodDef tfr_joined_methods[];
+
 /* varint.c: decode_varints, a test hook for the loop below. */
 extern PyMethodDef tfr_varint_methods[];
 

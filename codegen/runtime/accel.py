@@ -166,6 +166,20 @@ class Speedups(Protocol):
         like ``batch.tally_joined``."""
         ...
 
+    def joined_traits(
+        self,
+        blob: Buffer,
+        sizes: object,
+        signatures: tuple[bytes, ...],
+        short: int,
+        held: object | None,
+        /,
+    ) -> tuple[bool, tuple[int, ...], bytes]:
+        """Whether the values joined in ``blob`` hold a NUL byte, how many start with each
+        signature, and the indexes (native int64 bytes) of those of at most ``short`` bytes whose
+        probe is flagged in ``held`` (``None``: all of them), like ``observe.joined_traits``."""
+        ...
+
     def pooled_block(self, size: int, /) -> BlockBuffer:
         """A writable ``Block`` of ``size`` bytes whose memory comes from the pool (a reader's
         buffer)."""

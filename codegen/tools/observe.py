@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from codegen.dtypes import Wire
 from codegen.errors import RecordError
+from codegen.runtime.accel import speedups
 from codegen.runtime.codec.batch import ABSENT, KeyScan, scan_keys
 from codegen.runtime.codec.images import SIGNATURES, image_format
 from codegen.runtime.codec.wire import (
@@ -257,39 +258,26 @@ class KeyObservation:
         self._add_short([value for value in values if len(value) <= _SHORT])
 
     def _add_joined(self, blob: memoryview, sizes: NDArray[np.int64]) -> None:
-        """:meth:`_add_bytes` of the values joined in ``blob`` (``sizes`` their lengths), with
-        numpy over all of them at once; only the short values become ``bytes``."""
-        joined = np.frombuffer(blob, np.uint8)
-        if not self.nul and not joined.all():
+        """:meth:`_add_bytes` of the values joined in ``blob`` (``sizes`` their lengths), over all
+        of them at once; only the short values that may count become ``bytes``."""
+        if len(self.short) >= _SHORT_KEPT and self._held is None:
+            # Only values held count now: mark the probes of those (see _probes).
+            self._held = np.zeros(1 << _PROBE_BITS, dtype=np.bool_)
+            held = list(self.short)
+            lengths = np.array([len(v) for v in held], dtype=np.int64)
+            self._held[_probes(b"".join(held), np.cumsum(lengths) - lengths, lengths)] = True
+        nul, images, short = joined_traits(blob, sizes, self._held)
+        if nul:
             self.nul = True
-        starts = np.cumsum(sizes) - sizes
-        for form, signature in SIGNATURES.items():
-            at = starts[sizes >= len(signature)]
-            if not at.size:
-                continue
-            match = joined[at] == signature[0]
-            for i in range(1, len(signature)):
-                match &= joined[at + i] == signature[i]
-            found = int(np.count_nonzero(match))
+        for form, found in zip(SIGNATURES, images, strict=True):
             if found:
                 self.images[form] += found
-        short = np.flatnonzero(sizes <= _SHORT)
         if not short.size:
-            return
-        starts, sizes = starts[short], sizes[short]
-        if len(self.short) >= _SHORT_KEPT:  # only values held count: look at those that may be
-            if self._held is None:
-                self._held = np.zeros(1 << _PROBE_BITS, dtype=np.bool_)
-                held = list(self.short)
-                lengths = np.array([len(v) for v in held], dtype=np.int64)
-                self._held[_probes(b"".join(held), np.cumsum(lengths) - lengths, lengths)] = True
-            maybe = np.flatnonzero(self._held[_probes(blob, starts, sizes)])
-            if not maybe.size:
-                return  # (the usual case: no copy of the batch's values)
-            starts, sizes = starts[maybe], sizes[maybe]
+            return  # (the usual case once the short values are all held: no copy of the values)
+        ends = np.cumsum(sizes)[short]
         data = bytes(blob)
         self._add_short(
-            [data[a : a + n] for a, n in zip(starts.tolist(), sizes.tolist(), strict=True)]
+            [data[a:b] for a, b in zip((ends - sizes[short]).tolist(), ends.tolist(), strict=True)]
         )
 
     def _add_short(self, values: list[bytes]) -> None:
@@ -334,6 +322,38 @@ def _probes(
         place = np.minimum(starts + np.clip(at, 0, last), joined.size - 1)
         probe = (probe + np.where(held, joined[place], 0).astype(np.uint64)) * mix
     return (probe >> np.uint64(64 - _PROBE_BITS)).astype(np.int64)
+
+
+def joined_traits(
+    blob: memoryview | bytes, sizes: NDArray[np.int64], held: NDArray[np.bool_] | None
+) -> tuple[bool, list[int], NDArray[np.int64]]:
+    """What :meth:`KeyObservation._add_joined` notes of the values joined in ``blob`` (``sizes``:
+    the size of each): whether one holds a NUL byte, how many start with each of
+    :data:`~codegen.runtime.codec.images.SIGNATURES` (in its order), and the indexes of the values
+    of at most :data:`_SHORT` bytes; with ``held`` (a table of ``2**bits`` flags), only those whose
+    :func:`_probes` is flagged in it. In one pass of the accelerator's ``joined_traits`` when it is
+    built. :class:`ValueError` when the sizes do not add up to the blob's size."""
+    if speedups is not None:
+        sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+        nul, found, picked = speedups.joined_traits(
+            blob, sizes, tuple(SIGNATURES.values()), _SHORT, held
+        )
+        return nul, list(found), np.frombuffer(picked, dtype=np.int64)
+    joined = np.frombuffer(blob, np.uint8)
+    if np.any(sizes < 0) or int(sizes.sum()) != joined.size:
+        raise ValueError("the sizes do not add up to the blob's size")
+    starts = np.cumsum(sizes) - sizes
+    images = []
+    for signature in SIGNATURES.values():
+        at = starts[sizes >= len(signature)]
+        match = np.ones(at.size, dtype=np.bool_)
+        for i, octet in enumerate(signature):
+            match &= joined[at + i] == octet
+        images.append(int(np.count_nonzero(match)))
+    short = np.flatnonzero(sizes <= _SHORT)
+    if held is not None and short.size:
+        short = short[held[_probes(blob, starts[short], sizes[short])]]
+    return not bool(joined.all()), images, short.astype(np.int64, copy=False)
 
 
 def joined_utf8(blob: memoryview, sizes: NDArray[np.int64]) -> bool:

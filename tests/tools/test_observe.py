@@ -1,0 +1,108 @@
+"""The traits of joined bytes values that statistics note (NUL bytes, image signatures, short
+values that may be among those kept): the accelerator's ``joined_traits`` and the numpy path agree,
+and observations counted on either path are the same."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codegen.runtime.codec import batch, wire
+from codegen.runtime.codec.images import SIGNATURES
+from codegen.tools import observe
+from codegen.tools.observe import Observation, joined_traits
+from support.speedups import import_speedups
+
+_VALUES = st.lists(
+    st.one_of(
+        st.binary(max_size=20),
+        st.sampled_from([b"", b"\0", b"\xff\xd8\xff\xe0", b"\xff\xd8", b"\x89PNG\r\n\x1a\n"]),
+        st.sampled_from([b"\x89PNG\r\n\x1a\nrest", b"\xff\xd8\xffjpeg", b"y" * 16, b"y" * 17]),
+    ),
+    max_size=60,
+)
+
+
+def traits(
+    values: list[bytes], held: np.ndarray | None, accelerated: bool
+) -> tuple[bool, list[int], list[int]]:
+    blob = memoryview(bytearray(b"".join(values)))
+    sizes = np.array([len(v) for v in values], dtype=np.int64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(observe, "speedups", import_speedups() if accelerated else None)
+        nul, images, short = joined_traits(blob, sizes, held)
+    return nul, images, short.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.lists(st.integers(0, 59), max_size=5), st.integers(1, 6), st.booleans())
+def test_both_paths_find_the_same_traits(
+    values: list[bytes], flagged: list[int], bits: int, with_table: bool
+) -> None:
+    held = None
+    if with_table:
+        # The probes of some of the values are flagged (as those of the kept values are), and
+        # with few bits, others' probes too.
+        held = np.zeros(1 << bits, dtype=np.bool_)
+        chosen = [values[i] for i in flagged if i < len(values)]
+        lengths = np.array([len(v) for v in chosen], dtype=np.int64)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(observe, "_PROBE_BITS", bits)
+            probes = observe._probes(b"".join(chosen), np.cumsum(lengths) - lengths, lengths)
+        held[probes] = True
+    found = traits(values, held, accelerated=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(observe, "_PROBE_BITS", bits)
+        assert traits(values, held, accelerated=False) == found
+    nul, images, short = found
+    assert nul == any(b"\0" in v for v in values)
+    assert images == [sum(v.startswith(s) for v in values) for s in SIGNATURES.values()]
+    every_short = [i for i, v in enumerate(values) if len(v) <= 16]
+    if held is None:
+        assert short == every_short
+    else:  # the flagged values are among those picked (others may be too), all short
+        chosen_set = set(chosen)
+        assert [i for i in every_short if values[i] in chosen_set] == [
+            i for i in short if values[i] in chosen_set
+        ]
+        assert set(short) <= set(every_short)
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+@pytest.mark.parametrize("sizes", [[3], [1, -1, 2], [1]])
+def test_sizes_must_fit(sizes: list[int], accelerated: bool) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(observe, "speedups", import_speedups() if accelerated else None)
+        with pytest.raises(ValueError, match="sizes"):
+            joined_traits(b"ab", np.array(sizes, dtype=np.int64), None)
+
+
+def test_both_paths_count_short_values_beyond_the_kept_limit_alike() -> None:
+    """More distinct short values than are kept, some with NUL bytes or image signatures, over
+    batches: every count is the same with the accelerator and without it."""
+    rng = np.random.default_rng(3)
+    picks = rng.integers(0, 1500, 4000)
+    values = [
+        [b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"a\0"][int(p) % 3] + int(p).to_bytes(2, "little")
+        for p in picks
+    ]
+    records = [
+        wire.example([wire.map_entry(wire.key_field("s"), wire.bytes_feature(values[i : i + 4]))])
+        for i in range(0, len(values), 4)
+    ]
+    seen = []
+    for accelerated in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            speedups = import_speedups() if accelerated else None
+            mp.setattr(observe, "speedups", speedups)
+            mp.setattr(batch, "speedups", speedups)
+            observation = Observation(detailed=True)
+            for start in range(0, len(records), 300):
+                assert observation.add_batch(records[start : start + 300]) == []
+        key = observation.features["s"]
+        assert key.detail is not None
+        seen.append((list(key.short.items()), key.nul, dict(key.images), key.detail.top.counts()))
+    assert seen[0] == seen[1]
+    assert len(seen[0][0]) == 1024
