@@ -1541,9 +1541,16 @@ typedef struct {
     Feature feature;
 } Other;
 
+/* How many entries of a record the scan remembers the slots of (see Scan.expected). */
+#define EXPECTED_ENTRIES 64
+
 typedef struct Scan {
     Slot *slots;
     Py_ssize_t distinct;
+    /* The slot + 1 the entry at each position of the last record went to (0: none): records
+     * mostly list the same keys in the same order, so the key there is compared first. */
+    Py_ssize_t expected[EXPECTED_ENTRIES];
+    Py_ssize_t entry; /* the position of the current record's next entry */
     Py_ssize_t *table; /* open addressing: slot index + 1, 0 when empty */
     size_t mask;
     Other *others;     /* open addressing by hash_key; capacity others_mask + 1 (or none) */
@@ -1694,12 +1701,32 @@ put_other(Scan *scan, const Sink *sink, const uint8_t *d, Py_ssize_t key_start,
     }
 }
 
+/* find_slot, trying first the slot the entry at the same position of the last record had. */
+static Py_ssize_t
+find_expected_slot(Scan *scan, const uint8_t *p, Py_ssize_t size)
+{
+    Py_ssize_t entry = scan->entry++;
+    if (entry >= EXPECTED_ENTRIES) {
+        return find_slot(scan, p, size);
+    }
+    Py_ssize_t expected = scan->expected[entry] - 1;
+    if (expected >= 0) {
+        const Slot *slot = &scan->slots[expected];
+        if (slot->size == size && memcmp(slot->key, p, (size_t)size) == 0) {
+            return expected;
+        }
+    }
+    Py_ssize_t index = find_slot(scan, p, size);
+    scan->expected[entry] = index + 1;
+    return index;
+}
+
 static int
 put_in_scan(Sink *sink, const uint8_t *d, Py_ssize_t key_start, Py_ssize_t key_end,
             Feature *feature, const char *what)
 {
     Scan *scan = sink->scan;
-    Py_ssize_t index = find_slot(scan, d + key_start, key_end - key_start);
+    Py_ssize_t index = find_expected_slot(scan, d + key_start, key_end - key_start);
     if (index < 0) {
         return put_other(scan, sink, d, key_start, key_end, feature, what);
     }
@@ -1787,6 +1814,7 @@ release_features(Scan *scan)
         PyList_SetSlice(scan->owned, 0, PyList_GET_SIZE(scan->owned), NULL);
     }
     scan->others_count = 0;
+    scan->entry = 0;
     scan->record++; /* every entry of the table is now of an earlier record: empty */
 }
 
@@ -1997,7 +2025,7 @@ scan_batch(PyObject *module, PyObject *args)
     PyObject *records = PySequence_Tuple(records_arg);
     PyObject *keys = records == NULL ? NULL : PySequence_Tuple(keys_arg);
     PyObject *result = NULL;
-    Scan scan = {NULL, 0, NULL, 0, NULL, 0, 0, NULL, 1,
+    Scan scan = {NULL, 0, {0}, 0, NULL, 0, NULL, 0, 0, NULL, 1,
                  unrequested == Py_None ? NULL : unrequested,
                  irregular == Py_None ? NULL : irregular};
     KeyColumns *columns = NULL;

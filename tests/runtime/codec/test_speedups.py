@@ -842,6 +842,36 @@ def test_joined_keys_hold_the_bytes_values_one_after_another(
             assert scan.blob is None and scan.strings == column[4]
 
 
+ORDER_KEYS = [b"k%d" % i for i in range(70)] + [b"ab", b"ba", b"a", b"abc"]
+"""More keys than scan_batch remembers the positions of (64), some of one length, some prefixes."""
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.lists(st.tuples(st.sampled_from(ORDER_KEYS), st.integers(-3, 3)), max_size=80),
+        max_size=6,
+    ),
+    st.lists(st.sampled_from(ORDER_KEYS), max_size=8).map(tuple),
+)
+def test_scan_batch_finds_keys_wherever_each_record_lists_them(
+    sp: accel.Speedups, entries: list[list[tuple[bytes, int]]], keys: tuple[bytes, ...]
+) -> None:
+    """Records listing keys in changing orders and positions, repeated or not asked for: the keys
+    of one record's entries are no guide to the next one's."""
+    records = [
+        wire.example(
+            [
+                wire.map_entry(wire.key_field(k.decode()), wire.int64_feature(np.array([v])))
+                for k, v in row
+            ]
+        )
+        for row in entries
+    ]
+    records += records[::-1]
+    assert scan_c(sp, records, keys) == scan_reference(sp, records, keys)
+
+
 @contextlib.contextmanager
 def scanner_off() -> Iterator[None]:
     """``batch.scan_keys`` without the accelerator."""
