@@ -180,6 +180,8 @@ class TFRecordReader:
         self._buf = memoryview(b"")
         self._pos = 0  # position in _buf of the next header
         self._base = 0  # stream offset of _buf[0]
+        self.batch_offset = 0
+        """The offset of the first record's header of the last list :meth:`batches` gave."""
         self._eof = False
         self._stream_error: str | None = None
         self._resync_state: Resync | None = None
@@ -234,9 +236,11 @@ class TFRecordReader:
         ``views``, the records are memoryviews of the reader's buffers, as :meth:`views` gives
         them (typed ``bytes``: every decoder takes any buffer).
 
-        After each list, :attr:`index` counts the records of all lists so far and :attr:`offset`
-        is just past the list's last record; errors and skipped stretches are as for single
-        records.
+        After each list, :attr:`index` counts the records of all lists so far, :attr:`offset`
+        is just past the list's last record and :attr:`batch_offset` is the offset of its first
+        record's header (the list's frames lie one after the other between the two: its records
+        hold ``offset - batch_offset - 16 * len(records)`` bytes); errors and skipped stretches are
+        as for single records.
         """
         if self.index or self._started:
             raise TfrGenError(f"{self.path}: batches() must be taken before any record is read")
@@ -259,6 +263,7 @@ class TFRecordReader:
                 records, stop = scan(self._buf, self._pos, verify, views)
                 if self._max_record is not None and len(self._buf) - self._pos > self._max_record:
                     records, stop = self._within_limit(records, self._pos, stop)
+                self.batch_offset = self._base + self._pos
                 self._pos = stop
                 if records:
                     self.index += len(records)

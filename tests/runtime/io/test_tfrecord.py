@@ -204,16 +204,20 @@ def test_batches_are_the_records_a_list_at_a_time(compression: Compression) -> N
     if compression is not None:
         data = compressed(data, compression)
     reader = TFRecordReader(io.BytesIO(data), compression=compression)
-    batches, positions = [], []
+    batches, positions, starts = [], [], []
     for batch in reader.batches():
         assert all(type(record) is bytes for record in batch) and batch
         batches.append(batch)
         positions.append((reader.index, reader.offset))
+        starts.append(reader.batch_offset)
     assert [r for batch in batches for r in batch] == records
     assert 2 <= len(batches) < len(records) / 100  # a list per buffer read, not per record
     ends = offsets(records)
     counts = [sum(len(b) for b in batches[: i + 1]) for i in range(len(batches))]
     assert positions == [(n, ends[n]) for n in counts]
+    assert starts == [0] + [ends[n] for n in counts[:-1]]
+    for batch, (_, end), start in zip(batches, positions, starts, strict=True):
+        assert end - start - 16 * len(batch) == sum(map(len, batch))
 
 
 def test_batches_read_the_size_asked_at_once() -> None:
@@ -249,7 +253,9 @@ def test_batches_of_views_are_the_batches_without_copies(compression: Compressio
 def test_batches_of_a_corrupt_stream_skip_and_fail_like_records() -> None:
     data = corrupted(THREE_BYTES, 26 + 15)
     spans: list[SkippedSpan] = []
-    assert list(skip_reader(data, spans).batches()) == [[THREE[0]], [THREE[2]]]
+    skipping = skip_reader(data, spans)
+    found = [(batch, skipping.batch_offset, skipping.offset) for batch in skipping.batches()]
+    assert found == [([THREE[0]], 0, 26), ([THREE[2]], 62, 62 + 16 + len(THREE[2]))]
     assert [(s.offset, s.length) for s in spans] == [(26, 36)]
     batches = TFRecordReader(io.BytesIO(data)).batches()
     assert next(batches) == [THREE[0]]
