@@ -418,16 +418,19 @@ class Observation:
         """Whether the records are SequenceExamples (some record had feature lists)."""
         return self.sequences > 0
 
-    def add_batch(self, records: Sequence[bytes]) -> list[tuple[int, RecordError]]:
-        """Count the records of a batch; returns (position in the batch, error) of each
-        malformed one, which is not counted (the others are).
+    def add_batch(
+        self, records: Sequence[bytes], size: int | None = None
+    ) -> list[tuple[int, RecordError]]:
+        """Count the records of a batch (``size``: their bytes, when the caller knows them);
+        returns (position in the batch, error) of each malformed one, which is not counted (the
+        others are).
 
         A batch of Examples is scanned in one ``scan_keys`` call per pass (a second pass when it
         holds keys not seen before); a batch with a malformed record or a SequenceExample is
         counted record by record (:meth:`add`), with the same result.
         """
         try:
-            if self._add_examples(records):
+            if self._add_examples(records, size):
                 return []
         except RecordError:
             pass
@@ -439,7 +442,7 @@ class Observation:
                 malformed.append((position, exc))
         return malformed
 
-    def _add_examples(self, records: Sequence[bytes]) -> bool:
+    def _add_examples(self, records: Sequence[bytes], size: int | None) -> bool:
         """Counts a batch of Examples from ``scan_keys``; ``False`` (nothing counted) when one of
         the records has fields besides an Example's (a SequenceExample)."""
         keys = self._keys
@@ -452,7 +455,7 @@ class Observation:
             keys.extend(sorted(unrequested, key=unrequested.__getitem__))
             scans = scan_keys(records, keys, keys)
         self.records += len(records)
-        self.record_bytes += sum(map(len, records))
+        self.record_bytes += sum(map(len, records)) if size is None else size
         self._sample(records)
         for key, scan in zip(keys, scans, strict=True):
             name = key.decode("utf-8")

@@ -227,8 +227,8 @@ class Scanner:
             ):
                 for records in reader.batches(BATCH_BYTES):
                     first = reader.index - len(records)
-                    size = sum(map(len, records))
-                    offset = reader.offset - size - 16 * len(records)
+                    offset = reader.batch_offset
+                    size = reader.offset - offset - 16 * len(records)
                     if self.limit is not None and self.records + len(records) > self.limit:
                         records = records[: self.limit - self.records]
                         size = sum(map(len, records))

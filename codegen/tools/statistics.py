@@ -91,9 +91,11 @@ def collect_stats(
         stats.observation = observation
     malformed_bytes = 0
 
-    def count(records: list[bytes], item: Callable[[int], ScannedRecord]) -> None:
+    def count(
+        records: list[bytes], item: Callable[[int], ScannedRecord], size: int | None = None
+    ) -> None:
         nonlocal malformed_bytes
-        for position, exc in stats.observation.add_batch(records):
+        for position, exc in stats.observation.add_batch(records, size):
             found = item(position)
             stats.malformed.append((found.path, found.index, found.offset, str(exc)))
             malformed_bytes += len(found.data)
@@ -102,7 +104,7 @@ def collect_stats(
         with scanner:
             for batch in scanner.batches():
                 if sample is None:
-                    count(batch.records, batch.item)
+                    count(batch.records, batch.item, batch.size)
                 else:
                     chunk = sample.take(batch)
                     count([item.data for item in chunk], chunk.__getitem__)

@@ -231,7 +231,7 @@ def test_interrupt_stops_cleanly_and_writes_nothing(
     write_tfrecord(tmp_path / "x.tfrecord", [wire.example([])] * 5)
     real_add = Observation.add
 
-    def add_batch(self: Observation, records: list[bytes]) -> None:
+    def add_batch(self: Observation, records: list[bytes], size: int | None = None) -> None:
         for data in records[:3]:
             real_add(self, data)
         raise KeyboardInterrupt

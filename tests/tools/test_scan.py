@@ -63,3 +63,22 @@ def test_scanner_progress_counts_each_file_whole(
     assert shown == sorted(shown)  # one batch per file: after it, and after the file
     assert set(shown) == {size, 2 * size, 3 * size}
     assert shown[-1] == scanner.total_bytes
+
+
+def test_scanner_batches_know_their_bytes_and_positions(tmp_path: Path) -> None:
+    """Each batch's size is its records' bytes and its offsets are those of the records one by
+    one, across files, compressed or not, with a limit that cuts a batch."""
+    records = [wire.example([]), b"xyz" * 100, b"", b"q" * 70_000] * 40
+    write_tfrecord(tmp_path / "a.tfrecord", records)
+    write_tfrecord(tmp_path / "b.tfrecord.gz", records)
+    paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord.gz")]
+    with Scanner(paths) as scanner:
+        one_by_one = [(r.path, r.index, r.offset, r.data) for r in scanner]
+    for limit in (None, len(records) + 7):
+        with Scanner(paths, limit=limit) as scanner:
+            batches = list(scanner.batches())
+        assert len(batches) > 2
+        assert all(batch.size == sum(map(len, batch.records)) for batch in batches)
+        seen = [(r.path, r.index, r.offset, r.data) for batch in batches for r in batch]
+        assert seen == one_by_one[:limit]
+        assert scanner.record_bytes == sum(len(r[3]) for r in seen)

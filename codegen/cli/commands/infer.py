@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         with scanner:
             for batch in scanner.batches():
-                for position, exc in observation.add_batch(batch.records):
+                for position, exc in observation.add_batch(batch.records, batch.size):
                     item = batch.item(position)
                     say.warning(
                         f"{item.path}: record {item.index} at byte offset {item.offset}:"
