@@ -170,6 +170,13 @@ class TopValues:
         self._hashes: NDArray[np.uint64] = np.empty(0, dtype=np.uint64)  # sorted
         self._counts: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         self._values: dict[int, bytes] = {}
+        # The values first counted in the last batch, not copied out of its blob yet (most are
+        # shed by the next batch when values seldom repeat): their hashes, the blob, and where
+        # each starts and ends in it.
+        self._fresh: (
+            tuple[NDArray[np.uint64], memoryview | bytes, NDArray[np.int64], NDArray[np.int64]]
+            | None
+        ) = None
 
     def update(self, blob: memoryview | bytes, sizes: NDArray[np.int64]) -> None:
         """Count the values joined in ``blob`` (``sizes``: the size of each)."""
@@ -198,20 +205,32 @@ class TopValues:
             kept = np.flatnonzero(totals > cut)
             totals = totals - cut
         new = kept[kept >= held.size]
+        order = kept[np.argsort(keys[kept])] if new.size else kept
+        self._hashes, self._counts = keys[order], totals[order]
+        self._settle()
+        if trimmed:
+            self._values = {
+                key: value
+                for key in self._hashes.tolist()
+                if (value := self._values.get(key)) is not None
+            }
         if new.size:
             place = where[new - held.size]
             ends = np.cumsum(sizes)
-            slices = map(slice, (ends - sizes)[place].tolist(), ends[place].tolist())
-            self._values.update(
-                zip(keys[new].tolist(), map(bytes(blob).__getitem__, slices), strict=True)
-            )
-        if trimmed:
-            survivors = keys[kept].tolist()
-            self._values = dict(
-                zip(survivors, map(self._values.__getitem__, survivors), strict=True)
-            )
-        order = kept[np.argsort(keys[kept])] if new.size else kept
-        self._hashes, self._counts = keys[order], totals[order]
+            self._fresh = (keys[new], blob, (ends - sizes)[place], ends[place])
+
+    def _settle(self) -> None:
+        """Copy the fresh values of the last batch that are still held into ``_values``."""
+        if self._fresh is None:
+            return
+        hashes, blob, starts, ends = self._fresh
+        self._fresh = None
+        held = np.isin(hashes, self._hashes)
+        if not held.any():
+            return
+        data = bytes(blob)
+        slices = map(slice, starts[held].tolist(), ends[held].tolist())
+        self._values.update(zip(hashes[held].tolist(), map(data.__getitem__, slices), strict=True))
 
     def update_list(self, values: Sequence[bytes]) -> None:
         """Count values given one by one."""
@@ -224,6 +243,7 @@ class TopValues:
 
     def counts(self) -> dict[bytes, int]:
         """Every value kept, with its count."""
+        self._settle()
         return {
             self._values[key]: count
             for key, count in zip(self._hashes.tolist(), self._counts.tolist(), strict=True)
