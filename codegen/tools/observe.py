@@ -30,7 +30,7 @@ from codegen.runtime.codec.wire import (
     parse_example,
     parse_sequence_example,
 )
-from codegen.tools.profile import KeyDetail
+from codegen.tools.profile import KeyDetail, tally
 
 __all__ = [
     "SAMPLES",
@@ -240,8 +240,7 @@ class KeyObservation:
         if scan.floats.size:
             self._add_numbers(scan.floats)
         if scan.sizes is not None and scan.sizes.size and scan.blob is not None:
-            lengths, counts = np.unique(scan.sizes, return_counts=True)
-            self.lengths.update(dict(zip(lengths.tolist(), counts.tolist(), strict=True)))
+            self.lengths.update(tally(scan.sizes))
             if self.utf8 and not joined_utf8(scan.blob, scan.sizes):
                 self.utf8 = False
             self._add_joined(scan.blob, scan.sizes)

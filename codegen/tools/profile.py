@@ -21,7 +21,18 @@ from codegen.dtypes import Wire
 from codegen.runtime.codec.batch import KeyScan
 from codegen.tools.sketches import QuantileSketch, TopValues
 
-__all__ = ["KeyDetail"]
+__all__ = ["KeyDetail", "tally"]
+
+
+def tally(numbers: NDArray[np.int64]) -> dict[int, int]:
+    """How many times each of ``numbers`` (not negative) occurs, in increasing order: counted by
+    ``np.bincount`` when they are small, as counts and lengths mostly are (no sort)."""
+    if int(numbers.max()) < 1 << 16:
+        counts = np.bincount(numbers)
+        found = np.flatnonzero(counts)
+        return dict(zip(found.tolist(), counts[found].tolist(), strict=True))
+    found, counts = np.unique(numbers, return_counts=True)
+    return dict(zip(found.tolist(), counts.tolist(), strict=True))
 
 
 @dataclass(slots=True)
@@ -39,13 +50,7 @@ class KeyDetail:
         kinds = scan.kinds
         listed = scan.counts[(kinds >= Wire.BYTES) & (kinds <= Wire.INT64)]
         if listed.size:
-            if int(listed.max()) < 1 << 16:
-                tally = np.bincount(listed)
-                counts = np.flatnonzero(tally)
-                records = tally[counts]
-            else:
-                counts, records = np.unique(listed, return_counts=True)
-            self.value_counts.update(dict(zip(counts.tolist(), records.tolist(), strict=True)))
+            self.value_counts.update(tally(listed))
         if scan.ints.size:
             self._add_numbers(scan.ints)
         if scan.floats.size:

@@ -1,8 +1,11 @@
 """The traits of joined bytes values that statistics note (NUL bytes, image signatures, short
 values that may be among those kept): the accelerator's ``joined_traits`` and the numpy path agree,
-and observations counted on either path are the same."""
+and observations counted on either path are the same; lengths and value counts are tallied
+exactly."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ from codegen.runtime.codec import batch, wire
 from codegen.runtime.codec.images import SIGNATURES
 from codegen.tools import observe
 from codegen.tools.observe import Observation, joined_traits
+from codegen.tools.profile import tally
 from support.speedups import import_speedups
 
 _VALUES = st.lists(
@@ -106,3 +110,10 @@ def test_both_paths_count_short_values_beyond_the_kept_limit_alike() -> None:
         seen.append((list(key.short.items()), key.nul, dict(key.images), key.detail.top.counts()))
     assert seen[0] == seen[1]
     assert len(seen[0][0]) == 1024
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 40), st.integers(0, 1 << 40)), min_size=1, max_size=50))
+def test_tally_counts_small_and_large_numbers_in_order(numbers: list[int]) -> None:
+    counted = tally(np.array(numbers, dtype=np.int64))
+    assert list(counted.items()) == sorted(Counter(numbers).items())
