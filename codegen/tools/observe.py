@@ -48,6 +48,8 @@ Values = list[bytes] | NDArray[np.int64] | NDArray[np.float32] | None
 
 _BATCH = 1 << 16
 """How many numbers of a key wait before they are reduced together."""
+_BYTES, _INT64 = int(Wire.BYTES), int(Wire.INT64)
+"""The least and greatest list kinds, as plain numbers for numpy (an enum member costs more)."""
 
 
 def parse_record(
@@ -224,12 +226,12 @@ class KeyObservation:
         if not present:
             return 0
         self.records += present
+        listed = scan.counts[(kinds >= _BYTES) & (kinds <= _INT64)]
         if self.detail is not None:
-            self.detail.add_scan(scan)
+            self.detail.add_scan(scan, listed)
         found, first = np.unique(held, return_index=True)
         for kind in found[np.argsort(first)].tolist():  # in the order the records show them
             self.kinds[kind] += int(np.count_nonzero(held == kind))
-        listed = scan.counts[(kinds >= Wire.BYTES) & (kinds <= Wire.INT64)]
         if listed.size:
             self.values += int(listed.sum())
             low, high = int(listed.min()), int(listed.max())

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codegen.dtypes import Wire
 from codegen.runtime.codec.batch import KeyScan
 from codegen.tools.sketches import QuantileSketch, TopValues
 
@@ -45,10 +44,9 @@ class KeyDetail:
     infinities: int = 0
     top: TopValues = field(default_factory=TopValues)
 
-    def add_scan(self, scan: KeyScan) -> None:
-        """Count the features of one key over a batch of records (bytes values joined)."""
-        kinds = scan.kinds
-        listed = scan.counts[(kinds >= Wire.BYTES) & (kinds <= Wire.INT64)]
+    def add_scan(self, scan: KeyScan, listed: NDArray[np.int64]) -> None:
+        """Count the features of one key over a batch of records (bytes values joined);
+        ``listed`` holds the value count of each of its features that has a list."""
         if listed.size:
             self.value_counts.update(tally(listed))
         if scan.ints.size:
