@@ -15,6 +15,19 @@ PyDoc_STRVAR(hash_values_doc,
 "negative or do not add up to the blob's size.");
 
 int
+tfr_joined_ends(const int64_t *ends, Py_ssize_t n, Py_ssize_t blob_len)
+{
+    int64_t last = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (ends[i] < last || ends[i] > blob_len) {
+            return -1;
+        }
+        last = ends[i];
+    }
+    return last == blob_len ? 0 : -1;
+}
+
+int
 tfr_joined_sizes(const Py_buffer *blob, const Py_buffer *sizes, Py_ssize_t *n)
 {
     if (sizes->len % (Py_ssize_t)sizeof(int64_t) != 0) {

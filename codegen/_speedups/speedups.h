@@ -42,6 +42,10 @@ extern PyMethodDef tfr_hashes_methods[];
  * ValueError set when they are not. */
 int tfr_joined_sizes(const Py_buffer *blob, const Py_buffer *sizes, Py_ssize_t *n);
 
+/* hashes.c: 0 when ``ends`` (``n`` int64) are the ends of values joined in ``blob_len`` bytes (not
+ * decreasing, the last at blob_len; none: blob_len is 0), else -1 (no error set). */
+int tfr_joined_ends(const int64_t *ends, Py_ssize_t n, Py_ssize_t blob_len);
+
 /* joined.c: joined_traits, the NUL bytes, image signatures and short values of joined values. */
 extern PyMethodDef tfr_joined_methods[];
 

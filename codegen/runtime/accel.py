@@ -173,11 +173,14 @@ class Speedups(Protocol):
         signatures: tuple[bytes, ...],
         short: int,
         held: object | None,
+        kept: Buffer,
+        kept_ends: object,
         /,
-    ) -> tuple[bool, tuple[int, ...], bytes]:
+    ) -> tuple[bool, tuple[int, ...], bytes, bytes]:
         """Whether the values joined in ``blob`` hold a NUL byte, how many start with each
-        signature, and the indexes (native int64 bytes) of those of at most ``short`` bytes whose
-        probe is flagged in ``held`` (``None``: all of them), like ``observe.joined_traits``."""
+        signature, the indexes of values of at most ``short`` bytes (native int64 bytes) and how
+        many equal each ``kept`` value (its ``held`` table of probes given), like
+        ``observe.joined_traits``."""
         ...
 
     def pooled_block(self, size: int, /) -> BlockBuffer:

@@ -109,8 +109,8 @@ class KeyObservation:
     _total: float = field(default=0.0, init=False, repr=False)
     _numbers: int = field(default=0, init=False, repr=False)
     _nans: int = field(default=0, init=False, repr=False)
-    # Once ``short`` is full (it no longer changes): the probes of its values (see _probes).
-    _held: NDArray[np.bool_] | None = field(default=None, init=False, repr=False)
+    # Once ``short`` is full (its values no longer change): its values, by probe.
+    _kept: KeptValues | None = field(default=None, init=False, repr=False)
 
     @property
     def low(self) -> float | int | None:
@@ -260,25 +260,27 @@ class KeyObservation:
 
     def _add_joined(self, blob: memoryview, sizes: NDArray[np.int64]) -> None:
         """:meth:`_add_bytes` of the values joined in ``blob`` (``sizes`` their lengths), over all
-        of them at once; only the short values that may count become ``bytes``."""
-        if len(self.short) >= _SHORT_KEPT and self._held is None:
-            # Only values held count now: mark the probes of those (see _probes).
-            self._held = np.zeros(1 << _PROBE_BITS, dtype=np.bool_)
-            held = list(self.short)
-            lengths = np.array([len(v) for v in held], dtype=np.int64)
-            self._held[_probes(b"".join(held), np.cumsum(lengths) - lengths, lengths)] = True
-        nul, images, short = joined_traits(blob, sizes, self._held)
+        of them at once; once the short values kept are chosen, they are counted in place and
+        only the few whose probe they share become ``bytes``."""
+        if len(self.short) >= _SHORT_KEPT and self._kept is None:
+            self._kept = KeptValues.of(list(self.short))
+        nul, images, picked, counts = joined_traits(blob, sizes, self._kept)
         if nul:
             self.nul = True
-        for form, found in zip(SIGNATURES, images, strict=True):
-            if found:
-                self.images[form] += found
-        if not short.size:
-            return  # (the usual case once the short values are all held: no copy of the values)
-        ends = np.cumsum(sizes)[short]
+        for form, seen in zip(SIGNATURES, images, strict=True):
+            if seen:
+                self.images[form] += seen
+        if self._kept is not None:
+            short, kept = self.short, self._kept.values
+            found = np.flatnonzero(counts)
+            for i, count in zip(found.tolist(), counts[found].tolist(), strict=True):
+                short[kept[i]] += count
+        if not picked.size:
+            return
+        ends = np.cumsum(sizes)[picked]
         data = bytes(blob)
         self._add_short(
-            [data[a:b] for a, b in zip((ends - sizes[short]).tolist(), ends.tolist(), strict=True)]
+            list(map(data.__getitem__, map(slice, (ends - sizes[picked]).tolist(), ends.tolist())))
         )
 
     def _add_short(self, values: list[bytes]) -> None:
@@ -327,36 +329,97 @@ def _probes(
     return (probe >> np.uint64(64 - _PROBE_BITS)).astype(np.int64)
 
 
+@dataclass(frozen=True, slots=True)
+class KeptValues:
+    """The short values a :class:`KeyObservation` keeps, once they are all chosen, indexed by
+    probe: ``table[p]`` is ``i + 1`` when ``values[i]`` is the only one whose :func:`_probes` is
+    ``p``, -1 when several share ``p``, 0 when none has it; ``joined`` holds the values one after
+    another, ``ends`` the end of each."""
+
+    values: list[bytes]
+    joined: bytes
+    ends: NDArray[np.int64]
+    table: NDArray[np.int16]
+
+    @classmethod
+    def of(cls, values: list[bytes]) -> KeptValues:
+        """The index of ``values`` (at most 32767 of them)."""
+        lengths = np.array([len(v) for v in values], dtype=np.int64)
+        ends = np.cumsum(lengths)
+        joined = b"".join(values)
+        probes, first, shared = np.unique(
+            _probes(joined, ends - lengths, lengths), return_index=True, return_counts=True
+        )
+        table = np.zeros(1 << _PROBE_BITS, dtype=np.int16)
+        table[probes] = np.where(shared == 1, first + 1, -1)
+        return cls(values, joined, ends, table)
+
+
 def joined_traits(
-    blob: memoryview | bytes, sizes: NDArray[np.int64], held: NDArray[np.bool_] | None
-) -> tuple[bool, list[int], NDArray[np.int64]]:
+    blob: memoryview | bytes, sizes: NDArray[np.int64], kept: KeptValues | None
+) -> tuple[bool, list[int], NDArray[np.int64], NDArray[np.int64]]:
     """What :meth:`KeyObservation._add_joined` notes of the values joined in ``blob`` (``sizes``:
     the size of each): whether one holds a NUL byte, how many start with each of
-    :data:`~codegen.runtime.codec.images.SIGNATURES` (in its order), and the indexes of the values
-    of at most :data:`_SHORT` bytes; with ``held`` (a table of ``2**bits`` flags), only those whose
-    :func:`_probes` is flagged in it. In one pass of the accelerator's ``joined_traits`` when it is
-    built. :class:`ValueError` when the sizes do not add up to the blob's size."""
+    :data:`~codegen.runtime.codec.images.SIGNATURES` (in its order), the indexes of values of at
+    most :data:`_SHORT` bytes, and how many values equal each of ``kept.values``.
+
+    Without ``kept``, every short value's index is given (and no count). With it, a short value
+    whose probe only one kept value has is counted if it is that value (else it is none of them),
+    and one whose probe several have is given by its index, to be compared after. In one pass of
+    the accelerator's ``joined_traits`` when it is built. :class:`ValueError` when the sizes do
+    not add up to the blob's size."""
+    signatures = tuple(SIGNATURES.values())
     if speedups is not None:
         sizes = np.ascontiguousarray(sizes, dtype=np.int64)
-        nul, found, picked = speedups.joined_traits(
-            blob, sizes, tuple(SIGNATURES.values()), _SHORT, held
+        nul, found, picked, tallies = (
+            speedups.joined_traits(blob, sizes, signatures, _SHORT, None, b"", b"")
+            if kept is None
+            else speedups.joined_traits(
+                blob, sizes, signatures, _SHORT, kept.table, kept.joined, kept.ends
+            )
         )
-        return nul, list(found), np.frombuffer(picked, dtype=np.int64)
+        return (
+            nul,
+            list(found),
+            np.frombuffer(picked, dtype=np.int64),
+            np.frombuffer(tallies, dtype=np.int64),
+        )
     joined = np.frombuffer(blob, np.uint8)
     if np.any(sizes < 0) or int(sizes.sum()) != joined.size:
         raise ValueError("the sizes do not add up to the blob's size")
     starts = np.cumsum(sizes) - sizes
     images = []
-    for signature in SIGNATURES.values():
+    for signature in signatures:
         at = starts[sizes >= len(signature)]
         match = np.ones(at.size, dtype=np.bool_)
         for i, octet in enumerate(signature):
             match &= joined[at + i] == octet
         images.append(int(np.count_nonzero(match)))
+    nul = not bool(joined.all())
     short = np.flatnonzero(sizes <= _SHORT)
-    if held is not None and short.size:
-        short = short[held[_probes(blob, starts[short], sizes[short])]]
-    return not bool(joined.all()), images, short.astype(np.int64, copy=False)
+    if kept is None:
+        return nul, images, short.astype(np.int64, copy=False), np.zeros(0, dtype=np.int64)
+    entry = kept.table[_probes(blob, starts[short], sizes[short])].astype(np.int64)
+    single = np.flatnonzero(entry > 0)
+    index = entry[single] - 1
+    lengths = np.diff(kept.ends, prepend=0)
+    rows = _padded(np.frombuffer(kept.joined, np.uint8), kept.ends - lengths, lengths)
+    values = _padded(joined, starts[short][single], sizes[short][single])
+    equal = (sizes[short][single] == lengths[index]) & (values == rows[index]).all(axis=1)
+    counts = np.bincount(index[equal], minlength=len(kept.values)).astype(np.int64)
+    return nul, images, short[entry < 0].astype(np.int64, copy=False), counts
+
+
+def _padded(
+    joined: NDArray[np.uint8], starts: NDArray[np.int64], sizes: NDArray[np.int64]
+) -> NDArray[np.uint8]:
+    """The short values at ``starts`` in ``joined`` (``sizes`` their lengths) as rows of
+    :data:`_SHORT` bytes, zeros after each value's end."""
+    columns = np.arange(_SHORT)
+    if not joined.size:
+        return np.zeros((sizes.size, _SHORT), dtype=np.uint8)
+    places = np.minimum(starts[:, None] + columns, joined.size - 1)
+    return np.where(columns < sizes[:, None], joined[places], 0).astype(np.uint8)
 
 
 def joined_utf8(blob: memoryview, sizes: NDArray[np.int64]) -> bool:

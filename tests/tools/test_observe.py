@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from codegen.runtime.codec import batch, wire
 from codegen.runtime.codec.images import SIGNATURES
 from codegen.tools import observe
-from codegen.tools.observe import Observation, joined_traits
+from codegen.tools.observe import KeptValues, Observation, joined_traits
 from codegen.tools.profile import tally
 from support.speedups import import_speedups
 
@@ -29,49 +29,53 @@ _VALUES = st.lists(
 )
 
 
-def traits(
-    values: list[bytes], held: np.ndarray | None, accelerated: bool
-) -> tuple[bool, list[int], list[int]]:
+Traits = tuple[bool, list[int], list[int], list[int]]
+
+
+def traits(values: list[bytes], kept: KeptValues | None, accelerated: bool) -> Traits:
     blob = memoryview(bytearray(b"".join(values)))
     sizes = np.array([len(v) for v in values], dtype=np.int64)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(observe, "speedups", import_speedups() if accelerated else None)
-        nul, images, short = joined_traits(blob, sizes, held)
-    return nul, images, short.tolist()
+        nul, images, picked, counts = joined_traits(blob, sizes, kept)
+    return nul, images, picked.tolist(), counts.tolist()
 
 
 @settings(max_examples=300, deadline=None)
-@given(_VALUES, st.lists(st.integers(0, 59), max_size=5), st.integers(1, 6), st.booleans())
+@given(
+    _VALUES,
+    st.lists(
+        st.one_of(st.binary(max_size=16), st.sampled_from([b"", b"\0", b"y" * 16])),
+        max_size=8,
+        unique=True,
+    ),
+    st.integers(1, 6),
+    st.booleans(),
+)
 def test_both_paths_find_the_same_traits(
-    values: list[bytes], flagged: list[int], bits: int, with_table: bool
+    values: list[bytes], chosen: list[bytes], bits: int, with_kept: bool
 ) -> None:
-    held = None
-    if with_table:
-        # The probes of some of the values are flagged (as those of the kept values are), and
-        # with few bits, others' probes too.
-        held = np.zeros(1 << bits, dtype=np.bool_)
-        chosen = [values[i] for i in flagged if i < len(values)]
-        lengths = np.array([len(v) for v in chosen], dtype=np.int64)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(observe, "_PROBE_BITS", bits)
-            probes = observe._probes(b"".join(chosen), np.cumsum(lengths) - lengths, lengths)
-        held[probes] = True
-    found = traits(values, held, accelerated=True)
+    """With few probe bits, kept values share probes with each other and with other values."""
+    chosen += [v for v in values[:3] if len(v) <= 16 and v not in chosen]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(observe, "_PROBE_BITS", bits)
-        assert traits(values, held, accelerated=False) == found
-    nul, images, short = found
+        kept = KeptValues.of(chosen) if with_kept else None
+        found = traits(values, kept, accelerated=True)
+        assert traits(values, kept, accelerated=False) == found
+    nul, images, picked, counts = found
     assert nul == any(b"\0" in v for v in values)
     assert images == [sum(v.startswith(s) for v in values) for s in SIGNATURES.values()]
     every_short = [i for i, v in enumerate(values) if len(v) <= 16]
-    if held is None:
-        assert short == every_short
-    else:  # the flagged values are among those picked (others may be too), all short
-        chosen_set = set(chosen)
-        assert [i for i in every_short if values[i] in chosen_set] == [
-            i for i in short if values[i] in chosen_set
-        ]
-        assert set(short) <= set(every_short)
+    if kept is None:
+        assert (picked, counts) == (every_short, [])
+        return
+    # Each short value equal to a kept one is counted, or picked to be compared after.
+    assert set(picked) <= set(every_short)
+    picked_counts = Counter(values[i] for i in picked)
+    truth = Counter(values)
+    assert [c + picked_counts[v] for v, c in zip(chosen, counts, strict=True)] == [
+        truth[v] for v in chosen
+    ]
 
 
 @pytest.mark.parametrize("accelerated", [True, False])
@@ -81,6 +85,23 @@ def test_sizes_must_fit(sizes: list[int], accelerated: bool) -> None:
         mp.setattr(observe, "speedups", import_speedups() if accelerated else None)
         with pytest.raises(ValueError, match="sizes"):
             joined_traits(b"ab", np.array(sizes, dtype=np.int64), None)
+        with pytest.raises(ValueError, match="sizes"):
+            joined_traits(b"ab", np.array(sizes, dtype=np.int64), KeptValues.of([b"a"]))
+
+
+def test_tables_that_name_no_kept_value_are_refused() -> None:
+    kept = KeptValues.of([b"a", b"b"])
+    sizes = np.array([1, 1], dtype=np.int64)
+    sp = import_speedups()
+    signatures = tuple(SIGNATURES.values())
+    with pytest.raises(ValueError, match="names no kept value"):
+        sp.joined_traits(
+            b"ab", sizes, signatures, 16, np.full_like(kept.table, 3), kept.joined, kept.ends
+        )
+    with pytest.raises(ValueError, match="held must be"):
+        sp.joined_traits(b"ab", sizes, signatures, 16, kept.table[:-1], kept.joined, kept.ends)
+    with pytest.raises(ValueError, match="held must be"):
+        sp.joined_traits(b"ab", sizes, signatures, 16, kept.table, kept.joined, kept.ends - 1)
 
 
 def test_both_paths_count_short_values_beyond_the_kept_limit_alike() -> None:
