@@ -305,10 +305,11 @@ _SHORT_KEPT = 1024
 """How many distinct short values it keeps."""
 
 
-_PROBE_BITS = 16
-"""The size of the table that finds the short values that may be among those kept: 64 KiB, which
-stays in a core's cache while a batch's values are looked up (with 1024 values kept, about one
-value in 64 that is not kept is looked at too)."""
+_PROBE_BITS = 15
+"""The size of the table that finds the short values among those kept (:class:`KeptValues`):
+2**15 int16, 64 KiB, which stays in a core's cache while a batch's values are looked up (with
+1024 values kept, one value in 32 that is not kept is compared with one that is, and about 3% of
+the kept ones share their probe with another)."""
 
 
 def _probes(
