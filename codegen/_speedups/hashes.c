@@ -123,7 +123,7 @@ tally_values(PyObject *self, PyObject *args)
     PyObject *counts_out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
     PyObject *firsts_out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
     /* Open addressing: a power of two at least twice the values, each slot 1 + the index of a
-     * distinct hash in the outputs (or 0), with the hash's top bits beside it to compare first. */
+     * distinct hash in the outputs (or 0). */
     int bits = 3;
     while (((Py_ssize_t)1 << bits) < 2 * n) {
         bits++;
