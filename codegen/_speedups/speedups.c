@@ -702,6 +702,16 @@ decode_bytes_body(const uint8_t *d, Py_ssize_t end, const BytesOut *out)
 {
     Py_ssize_t pos = 0;
     Field f;
+    uint8_t *to = NULL, *size_to = NULL;
+    if (out != NULL && out->blob != NULL && end > 0) {
+        /* Room for every value at once: they hold at most the body's bytes, and each takes at
+         * least two bytes of it (a tag and a length). */
+        to = column_reserve(out->blob, end);
+        size_to = to == NULL ? NULL : column_reserve(out->sizes, 8 * (end / 2 + 1));
+        if (size_to == NULL) {
+            return -1;
+        }
+    }
     while (pos < end) {
         if (next_field(d, pos, end, "BytesList", &f) < 0) {
             return -1;
@@ -712,14 +722,11 @@ decode_bytes_body(const uint8_t *d, Py_ssize_t end, const BytesOut *out)
         }
         Py_ssize_t size = f.end - f.start;
         if (out->blob != NULL) {
-            uint8_t *to = column_reserve(out->blob, size);
-            uint8_t *size_to = to == NULL ? NULL : column_reserve(out->sizes, 8);
-            if (size_to == NULL) {
-                return -1;
-            }
             memcpy(to, d + f.start, (size_t)size);
+            to += size;
             out->blob->used += size;
             store_le64(size_to, (uint64_t)size);
+            size_to += 8;
             out->sizes->used += 8;
             continue;
         }
