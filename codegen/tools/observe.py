@@ -93,7 +93,7 @@ class KeyObservation:
     utf8: bool = True
     nul: bool = False
     images: Counter[str] = field(default_factory=Counter)
-    short: Counter[bytes] = field(default_factory=Counter)
+    _short: Counter[bytes] = field(default_factory=Counter, init=False, repr=False)
     lengths: Counter[int] = field(default_factory=Counter)
     steps_min: int | None = None
     steps_max: int | None = None
@@ -109,8 +109,21 @@ class KeyObservation:
     _total: float = field(default=0.0, init=False, repr=False)
     _numbers: int = field(default=0, init=False, repr=False)
     _nans: int = field(default=0, init=False, repr=False)
-    # Once ``short`` is full (its values no longer change): its values, by probe.
+    # Once ``short`` is full (its values no longer change): its values, by probe, and how many
+    # more of each batches have held since ``short`` was last read.
     _kept: KeptValues | None = field(default=None, init=False, repr=False)
+    _kept_counts: NDArray[np.int64] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def short(self) -> Counter[bytes]:
+        """The values of at most 16 bytes, up to 1024 distinct ones, with how many there were."""
+        counts, self._kept_counts = self._kept_counts, None
+        if counts is not None and self._kept is not None:
+            found = np.flatnonzero(counts)
+            short, kept = self._short, self._kept.values
+            for i, count in zip(found.tolist(), counts[found].tolist(), strict=True):
+                short[kept[i]] += count
+        return self._short
 
     @property
     def low(self) -> float | int | None:
@@ -262,19 +275,19 @@ class KeyObservation:
         """:meth:`_add_bytes` of the values joined in ``blob`` (``sizes`` their lengths), over all
         of them at once; once the short values kept are chosen, they are counted in place and
         only the few whose probe they share become ``bytes``."""
-        if len(self.short) >= _SHORT_KEPT and self._kept is None:
-            self._kept = KeptValues.of(list(self.short))
+        if len(self._short) >= _SHORT_KEPT and self._kept is None:
+            self._kept = KeptValues.of(list(self._short))
         nul, images, picked, counts = joined_traits(blob, sizes, self._kept)
         if nul:
             self.nul = True
         for form, seen in zip(SIGNATURES, images, strict=True):
             if seen:
                 self.images[form] += seen
-        if self._kept is not None:
-            short, kept = self.short, self._kept.values
-            found = np.flatnonzero(counts)
-            for i, count in zip(found.tolist(), counts[found].tolist(), strict=True):
-                short[kept[i]] += count
+        if self._kept is not None:  # (added to short when it is read)
+            if self._kept_counts is None:
+                self._kept_counts = counts.copy()
+            else:
+                self._kept_counts += counts
         if not picked.size:
             return
         ends = np.cumsum(sizes)[picked]
@@ -286,7 +299,7 @@ class KeyObservation:
     def _add_short(self, values: list[bytes]) -> None:
         """Count short values: those already counted, and new ones while fewer than the limit are
         (as one by one, in order: a value first seen when the table is full is never counted)."""
-        short = self.short
+        short = self._short
         for value, count in Counter(values).items():  # in the order of first appearance
             if value in short or len(short) < _SHORT_KEPT:
                 short[value] += count
