@@ -138,3 +138,24 @@ def test_both_paths_count_short_values_beyond_the_kept_limit_alike() -> None:
 def test_tally_counts_small_and_large_numbers_in_order(numbers: list[int]) -> None:
     counted = tally(np.array(numbers, dtype=np.int64))
     assert list(counted.items()) == sorted(Counter(numbers).items())
+
+
+def test_short_values_read_between_batches_are_those_counted_one_by_one() -> None:
+    """The counts of the kept values that batches add are in ``short`` whenever it is read."""
+    rng = np.random.default_rng(11)
+    values = [int(v).to_bytes(2, "little") for v in rng.integers(0, 1300, 6000)]
+    records = [
+        wire.example([wire.map_entry(wire.key_field("s"), wire.bytes_feature(values[i : i + 2]))])
+        for i in range(0, len(values), 2)
+    ]
+    by_record, by_batch = Observation(), Observation()
+    for start in range(0, len(records), 500):
+        chunk = records[start : start + 500]
+        for data in chunk:
+            by_record.add(data)
+        assert by_batch.add_batch(chunk) == []
+        if start % 1000 == 0:  # read after some batches only: counts wait over several
+            expected = list(by_record.features["s"].short.items())
+            assert list(by_batch.features["s"].short.items()) == expected
+    assert by_batch.features["s"].short == by_record.features["s"].short
+    assert len(by_batch.features["s"].short) == 1024
