@@ -59,6 +59,31 @@ _MAX_MEMBER = 1 << 23
 _MAX_INFLATED = 1 << 23
 _MAX_RATIO = 1032  # deflate makes at most about 1032 bytes of each byte it is given
 _THREAD_NAME = "tfr-gen-inflate"
+_KEPT = 4 * _AHEAD  # buffers kept for later members, of this reader or the next
+_KEPT_BYTES = 32 << 20
+_kept: list[bytearray] = []  # oldest first
+_kept_lock = threading.Lock()
+
+
+def _take(size: int) -> memoryview:
+    """``size`` bytes of the smallest kept buffer that holds them (or of a new one, with room for
+    a quarter more). Buffers are reused from member to member and from reader to reader: fresh memory
+    would be paged in again for every member."""
+    with _kept_lock:
+        fits = [i for i, buffer in enumerate(_kept) if len(buffer) >= size]
+        buffer = _kept.pop(min(fits, key=lambda i: len(_kept[i]))) if fits else None
+    if buffer is None:
+        buffer = bytearray(size + size // 4)
+    return memoryview(buffer)[:size]
+
+
+def _give(buffer: bytearray) -> None:
+    """Keeps ``buffer`` (no longer used) for a later member, within :data:`_KEPT` buffers and
+    :data:`_KEPT_BYTES` bytes (the oldest are let go)."""
+    with _kept_lock:
+        _kept.append(buffer)
+        while len(_kept) > _KEPT or sum(map(len, _kept)) > _KEPT_BYTES:
+            del _kept[0]
 
 
 def gzip_member(data: bytes) -> bytes:
@@ -128,7 +153,6 @@ class MemberInflater:
         # Each member read ahead: whether it inflated whole, the member, and its uncompressed bytes.
         # (None: the last and only member, inflated in the reader's thread when its turn comes.)
         self._pending: deque[tuple[Future[bool] | None, memoryview, memoryview]] = deque()
-        self._spare: list[bytearray] = []  # buffers done with, for the next members
         self._rest: bytes | None = None  # bytes read that start no sized member
         self._end = False  # the file is read to its end
         self._after_member = False  # a member has been inflated (the stream is past its start)
@@ -160,6 +184,10 @@ class MemberInflater:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._current is not None:  # the bytes handed out last: no longer read
+            self._out = memoryview(b"")
+            _give(self._current)
+            self._current = None
         if self._sequential is not None:
             self._sequential.close()
 
@@ -173,7 +201,7 @@ class MemberInflater:
             self._fall_back(self._rest)
             return True
         if self._current is not None:  # the previous member's bytes are all handed out
-            self._spare.append(self._current)
+            _give(self._current)
             self._current = None
         future, member, out = self._pending.popleft()
         whole = _inflate_into(self._deflate, member, out) if future is None else future.result()
@@ -184,7 +212,7 @@ class MemberInflater:
             self.close()  # the workers are done with what follows
             self._fall_back(b"".join(rest))
             return True
-        self._spare.append(member.obj)  # type: ignore[arg-type]  # its worker is done with it
+        _give(member.obj)  # type: ignore[arg-type]  # its worker is done with it
         self._current = out.obj  # type: ignore[assignment]
         self._after_member = True
         self._out = out
@@ -202,7 +230,7 @@ class MemberInflater:
             if size is None:
                 self._rest = header
                 break
-            member = self._buffer(size)
+            member = _take(size)
             member[:MEMBER_HEADER_SIZE] = header
             got = MEMBER_HEADER_SIZE + _read_into(self._file, member[MEMBER_HEADER_SIZE:])
             if got < size:
@@ -212,7 +240,7 @@ class MemberInflater:
             if uncompressed > min(_MAX_INFLATED, _MAX_RATIO * size):
                 self._rest = bytes(member)
                 break
-            self._pending.append((None, member, self._buffer(uncompressed)))
+            self._pending.append((None, member, _take(uncompressed)))
         if len(self._pending) == 1 and self._pool is None and (self._end or self._rest is not None):
             return
         for i, (future, member, out) in enumerate(self._pending):
@@ -224,13 +252,6 @@ class MemberInflater:
                     member,
                     out,
                 )
-
-    def _buffer(self, size: int) -> memoryview:
-        """``size`` bytes of a spare buffer (or a new one, with room for somewhat more)."""
-        buffer = self._spare.pop() if self._spare else bytearray()
-        if len(buffer) < size:
-            buffer = bytearray(size + size // 8)
-        return memoryview(buffer)[:size]
 
     def _fall_back(self, rest: bytes) -> None:
         """Reads the rest of the stream, starting with ``rest``, sequentially."""

@@ -314,3 +314,29 @@ def test_sizes_a_member_declares_beyond_its_bytes_are_not_allocated(field: str, 
         tracemalloc.stop()
     assert threaded == read(bytes(data), "isal", threaded=False)[0]
     assert (threaded[1] is None) == (field == "size") and peak < 16 << 20
+
+
+def test_inflating_buffers_are_reused_by_the_next_reader_within_bounds() -> None:
+    """Fresh memory is paged in again for every member: a reader takes the buffers earlier members
+    (of any reader) left, and what is kept between readers stays within its bounds."""
+    from codegen.runtime.io import members
+
+    data = written(RECORDS[:200])
+    made: list[int] = []
+
+    def counted(size: int) -> bytearray:
+        if size > 1:  # (not the byte that checks a member ends where its size says)
+            made.append(size)
+        return bytearray(size)
+
+    with (
+        mock.patch.object(members, "_kept", []),
+        mock.patch.object(members, "bytearray", counted, create=True),
+    ):
+        first = read(data, "isal", threaded=True)[0]
+        fresh = len(made)
+        assert first == (RECORDS[:200], None, []) and fresh > 0
+        assert read(data, "isal", threaded=True)[0] == first
+        assert len(made) == fresh  # the second reader's buffers were all kept ones
+        kept = members._kept
+        assert 0 < len(kept) <= members._KEPT and sum(map(len, kept)) <= members._KEPT_BYTES
