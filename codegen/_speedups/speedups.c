@@ -703,14 +703,29 @@ decode_bytes_body(const uint8_t *d, Py_ssize_t end, const BytesOut *out)
     Py_ssize_t pos = 0;
     Field f;
     uint8_t *to = NULL, *size_to = NULL;
-    if (out != NULL && out->blob != NULL && end > 0) {
-        /* Room for every value at once: they hold at most the body's bytes, and each takes at
-         * least two bytes of it (a tag and a length). */
-        to = column_reserve(out->blob, end);
-        size_to = to == NULL ? NULL : column_reserve(out->sizes, 8 * (end / 2 + 1));
+    if (out != NULL && out->blob != NULL) {
+        /* Room for every value at once, and exactly: a column presized for records of equal
+         * values must not grow at its last record (fresh memory, a copy, and a block the pool
+         * cannot give the next batch). The fields are checked on the way. */
+        Py_ssize_t total = 0, count = 0;
+        for (; pos < end; pos = f.end) {
+            if (next_field(d, pos, end, "BytesList", &f) < 0) {
+                return -1;
+            }
+            if (f.number == 1 && f.wire_type == WT_LEN) {
+                total += f.end - f.start;
+                count++;
+            }
+        }
+        if (count == 0) {
+            return 0;
+        }
+        to = column_reserve(out->blob, total);
+        size_to = to == NULL ? NULL : column_reserve(out->sizes, 8 * count);
         if (size_to == NULL) {
             return -1;
         }
+        pos = 0;
     }
     while (pos < end) {
         if (next_field(d, pos, end, "BytesList", &f) < 0) {

@@ -85,3 +85,27 @@ def test_released_pooled_memory_is_counted_and_gone(sp: Speedups) -> None:
     waiting, size = sp.pool_stats()
     assert waiting >= 3 and release_pooled_memory() == size
     assert sp.pool_stats() == (0, 0) and release_pooled_memory() == 0
+
+
+@pytest.mark.parametrize("per_record", [1, 3])  # one value per record (a raw tensor), or a list
+def test_a_joined_bytes_column_of_equal_records_is_allocated_once_and_reused(
+    sp: Speedups, per_record: int
+) -> None:
+    """A joined key's values are copied into a column presized after the first record: it must
+    not grow at the last record (fresh memory and a copy every batch, and a block that piles up in
+    the pool because no later batch fits it)."""
+    value = bytes(range(256)) * 48  # 12 KiB, as a 64x64x3 image
+    body = b"".join(b"\x0a" + wire.encode_varint(len(value)) + value for _ in range(per_record))
+    feature = b"\x0a" + wire.encode_varint(len(body)) + body
+    entry = wire.map_entry(wire.key_field("k"), feature)
+    records = [wire.example([entry])] * 64  # 768 KiB or more: pooled
+    gc.collect()
+    release_pooled_memory()
+    addresses = set()
+    for _ in range(3):
+        ((_, _, _, _, (blob, sizes)),) = sp.scan_batch(records, (b"k",), (b"k",))
+        assert len(blob) == 64 * per_record * len(value) and len(sizes) == 8 * 64 * per_record
+        addresses.add(address(blob))
+        del blob, sizes
+        assert sp.pool_stats()[0] == 1  # the column's block waits alone for the next batch
+    assert len(addresses) == 1
