@@ -104,6 +104,7 @@ def test_a_joined_bytes_column_of_equal_records_is_allocated_once_and_reused(
     addresses = set()
     for _ in range(3):
         ((_, _, _, _, (blob, sizes)),) = sp.scan_batch(records, (b"k",), (b"k",))
+        assert not isinstance(blob, str)  # a joined key's values: a Block
         assert len(blob) == 64 * per_record * len(value) and len(sizes) == 8 * 64 * per_record
         addresses.add(address(blob))
         del blob, sizes
