@@ -412,7 +412,59 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(scan_spans_doc,
+"scan_spans(buffer, start, verify, /) -> tuple[Spans, int]\n\n"
+"As scan_frames, with the records as a Spans of ``buffer`` (no object per record): the buffer\n"
+"must stay as it is while the Spans, or anything made of it, lives.");
+
+static PyObject *
+scan_spans(PyObject *self, PyObject *args)
+{
+    PyObject *buffer;
+    Py_buffer view;
+    Py_ssize_t start;
+    int verify;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Onp:scan_spans", &buffer, &start, &verify)) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (start < 0 || start > view.len) {
+        PyErr_Format(PyExc_ValueError, "start %zd is out of range for a buffer of %zd bytes",
+                     start, view.len);
+        goto done;
+    }
+    crc_prepare();
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    size_t size = (size_t)view.len, pos = (size_t)start, stop;
+    Py_ssize_t n = 0;
+    Py_BEGIN_ALLOW_THREADS
+    stop = frames_end(buf, size, pos, verify);
+    for (size_t at = pos; at < stop; at += (size_t)get_u64(buf + at) + FRAME_SIZE) {
+        n++;
+    }
+    Py_END_ALLOW_THREADS
+    TfrSpans *spans = tfr_spans_new(buffer, n);
+    if (spans == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t length = get_u64(buf + pos);
+        spans->data[i] = buf + pos + HEADER_SIZE;
+        spans->sizes[i] = (Py_ssize_t)length;
+        pos += (size_t)length + FRAME_SIZE;
+    }
+    result = Py_BuildValue("(Nn)", (PyObject *)spans, (Py_ssize_t)pos);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 PyMethodDef tfr_frames_methods[] = {
+    {"scan_spans", scan_spans, METH_VARARGS, scan_spans_doc},
     {"crc32c", frames_crc32c, METH_VARARGS, crc32c_doc},
     {"frame_records", frame_records, METH_VARARGS, frame_records_doc},
     {"scan_frames", scan_frames, METH_VARARGS, scan_frames_doc},

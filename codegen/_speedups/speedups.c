@@ -2044,8 +2044,10 @@ scan_batch(PyObject *module, PyObject *args)
                         "scan_batch: unrequested must be a dict and irregular a list, or None");
         return NULL;
     }
-    PyObject *records = PySequence_Tuple(records_arg);
-    PyObject *keys = records == NULL ? NULL : PySequence_Tuple(keys_arg);
+    /* Spans are read in place; any other sequence item by item. */
+    TfrSpans *spans = tfr_spans_check(records_arg) ? (TfrSpans *)records_arg : NULL;
+    PyObject *records = spans != NULL ? NULL : PySequence_Tuple(records_arg);
+    PyObject *keys = spans == NULL && records == NULL ? NULL : PySequence_Tuple(keys_arg);
     PyObject *result = NULL;
     Scan scan = {NULL, 0, {0}, 0, NULL, 0, NULL, 0, 0, NULL, 1,
                  unrequested == Py_None ? NULL : unrequested,
@@ -2057,7 +2059,7 @@ scan_batch(PyObject *module, PyObject *args)
         goto done;
     }
     nkeys = PyTuple_GET_SIZE(keys);
-    nrecords = PyTuple_GET_SIZE(records);
+    nrecords = spans != NULL ? spans->n : PyTuple_GET_SIZE(records);
     size_t table_size = 8;
     while (table_size < 2 * (size_t)nkeys) {
         table_size *= 2;
@@ -2094,7 +2096,12 @@ scan_batch(PyObject *module, PyObject *args)
     }
     Py_ssize_t bytes = 0;
     for (; opened < nrecords; opened++) {
-        if (input_open(PyTuple_GET_ITEM(records, opened), &inputs[opened]) < 0) {
+        if (spans != NULL) {
+            inputs[opened].d = spans->data[opened];
+            inputs[opened].size = spans->sizes[opened];
+            inputs[opened].has_view = 0;
+        }
+        else if (input_open(PyTuple_GET_ITEM(records, opened), &inputs[opened]) < 0) {
             goto done;
         }
         bytes += inputs[opened].size;
@@ -2176,7 +2183,7 @@ PyDoc_STRVAR(scan_batch_doc,
 "scan_batch(records, keys, joined=(), unrequested=None, irregular=None, texts=())\n"
 "    -> list[tuple[bytearray, bytearray, Block, Block, list]]\n\n"
 "Columns of the features ``keys`` (a sequence of bytes) over the serialized Examples\n"
-"``records``, one tuple per key, in the order of ``keys``:\n\n"
+"``records`` (a sequence of bytes-like objects, or a Spans, read in place), one tuple per key, in the order of ``keys``:\n\n"
 "  kinds   bytearray, one uint8 per record: the Feature kind (0 none, 1 bytes, 2 float,\n"
 "          3 int64) or ABSENT (255) when the record has no such key;\n"
 "  counts  bytearray of little-endian int64, one per record: how many values it has;\n"
@@ -2239,6 +2246,8 @@ PyInit__speedups(void)
         || PyModule_AddIntConstant(module, "SMALL_DECODE_BYTES", SMALL_DECODE_BYTES) < 0
         || tfr_add_plan_type(module) < 0
         || tfr_add_block_type(module) < 0
+        || tfr_add_spans_type(module) < 0
+        || PyModule_AddFunctions(module, tfr_spans_methods) < 0
         || PyModule_AddFunctions(module, tfr_blocks_methods) < 0
         || PyModule_AddFunctions(module, tfr_frames_methods) < 0
         || PyModule_AddFunctions(module, tfr_encode_methods) < 0

@@ -14,7 +14,7 @@
 
 /* Method tables of the other sources (each ends with {NULL}), added by PyInit__speedups. */
 
-/* frames.c: TFRecord framing (frame_records, scan_frames) and crc32c. */
+/* frames.c: TFRecord framing (frame_records, scan_frames, scan_spans) and crc32c. */
 extern PyMethodDef tfr_frames_methods[];
 
 /* encode.c: encode_examples, many Examples serialized from columns. */
@@ -81,6 +81,24 @@ int tfr_block_grow(PyObject *block, Py_ssize_t capacity, Py_ssize_t keep);
 int tfr_block_finish(PyObject *block, Py_ssize_t size);
 int tfr_add_block_type(PyObject *module);
 extern PyMethodDef tfr_blocks_methods[];
+
+/*
+ * spans.c: Spans, records that are stretches of buffers (a sequence of bytes to Python; scan_batch
+ * reads them in place). tfr_spans_new gives one of ``n`` records (their stretches for the caller
+ * to set) kept by a memoryview of ``buffer`` (NULL with an error set); tfr_spans_check says whether
+ * an object is one; tfr_add_spans_type adds the type to the module.
+ */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;          /* records */
+    const uint8_t **data;  /* where each record starts */
+    Py_ssize_t *sizes;     /* its size */
+    PyObject *owners;      /* a tuple of memoryviews of the buffers the records lie in */
+} TfrSpans;
+TfrSpans *tfr_spans_new(PyObject *buffer, Py_ssize_t n);
+int tfr_spans_check(PyObject *object);
+int tfr_add_spans_type(PyObject *module);
+extern PyMethodDef tfr_spans_methods[];
 
 /* plan.c: add the type ExamplePlan to the module; -1 with an error set on failure. */
 int tfr_add_plan_type(PyObject *module);

@@ -74,6 +74,11 @@ class Speedups(Protocol):
     Block: type
     """The writable buffer type of decoded numeric values."""
 
+    Spans: type
+    """Records that are stretches of buffers: a sequence of ``bytes`` (made when an item is
+    asked for) that ``scan_batch`` reads in place (made by ``scan_spans``, see
+    :class:`~codegen.runtime.io.framing.FrameCodec`)."""
+
     def decode_int64_values(self, body: Buffer, /) -> BlockBuffer:
         """Like ``wire.decode_int64_list``, as little-endian int64 bytes."""
         ...
@@ -186,6 +191,10 @@ class Speedups(Protocol):
     def pooled_block(self, size: int, /) -> BlockBuffer:
         """A writable ``Block`` of ``size`` bytes whose memory comes from the pool (a reader's
         buffer)."""
+        ...
+
+    def join_spans(self, parts: Sequence[Sequence[bytes]], /) -> Sequence[bytes]:
+        """The records of the ``Spans`` ``parts``, one after another, in one ``Spans``."""
         ...
 
     def pool_stats(self) -> tuple[int, int]:

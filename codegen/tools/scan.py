@@ -105,7 +105,7 @@ class ScannedBatch:
     path: str
     index: int
     offset: int
-    records: list[bytes]
+    records: Sequence[bytes]
     size: int = -1
 
     def __len__(self) -> int:

@@ -92,7 +92,7 @@ def collect_stats(
     malformed_bytes = 0
 
     def count(
-        records: list[bytes], item: Callable[[int], ScannedRecord], size: int | None = None
+        records: Sequence[bytes], item: Callable[[int], ScannedRecord], size: int | None = None
     ) -> None:
         nonlocal malformed_bytes
         for position, exc in stats.observation.add_batch(records, size):

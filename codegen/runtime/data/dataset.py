@@ -176,9 +176,10 @@ _RECORD_CHUNK = 256
 _Raw = tuple[bytes, int, int]
 """A raw record, its file's position in :attr:`Dataset.files` and its index in that file."""
 
-_Run = tuple[list[bytes], int, int]
-"""Records read together from one file (a buffer of it), in order: the records, the file's
-position in :attr:`Dataset.files` and the index of the first record in that file."""
+_Run = tuple[Sequence[bytes], int, int]
+"""Records read together from one file (a buffer of it), in order: the records (a list, or a
+``Spans`` of the buffer), the file's position in :attr:`Dataset.files` and the index of the first
+record in that file."""
 
 
 _DATA = operator.itemgetter(0)
@@ -363,7 +364,8 @@ class Dataset(Generic[T]):
         self._views = speedups is not None and not shuffle_buffer
         """Whether readers hand records over as views of their buffers (see
         :meth:`TFRecordReader.views`): each is decoded right away, so it pins its buffer only
-        briefly, unlike records waiting in a shuffle buffer."""
+        briefly, unlike records waiting in a shuffle buffer. A file read alone (``interleave``
+        1) hands over each buffer's records as one ``Spans``: no object per record."""
         self._report = SkipReporter(on_skip, _log)
         self._quiet = False
         """Set while a resumed iteration re-reads what was read before: nothing is reported twice."""
@@ -601,7 +603,7 @@ class Dataset(Generic[T]):
         epoch, skip = resume.epoch, resume.consumed
         try:
             while stop < 0 or epoch < stop:
-                tape = _Tape(self._epoch_records(shard, epoch, quota))
+                tape = self._tape(shard, epoch, quota)
                 try:
                     if skip:
                         self._quiet = True
@@ -618,12 +620,12 @@ class Dataset(Generic[T]):
         finally:
             self._at = None
 
-    def _epoch_items(self, tape: _Tape, offsets: _Offsets) -> Iterator[T]:
+    def _epoch_items(self, tape: _Tape | _RunTape, offsets: _Offsets) -> Iterator[T]:
         """The batches (or records) of one epoch's raw records; :attr:`_at` says where each is."""
         decode_batch = self._decode_batch
         at = cast("list[int]", self._at)
         if decode_batch is None:
-            while chunk := tape.take(_RECORD_CHUNK):
+            while chunk := _raws_of(tape.take(_RECORD_CHUNK)):
                 base = tape.consumed - len(chunk)
                 last = len(chunk) - 1
                 for j, raw in enumerate(chunk):
@@ -680,7 +682,10 @@ class Dataset(Generic[T]):
         return out
 
     def _batches(
-        self, tape: _Tape, decode_batch: Callable[[Sequence[bytes]], T], offsets: _Offsets
+        self,
+        tape: _Tape | _RunTape,
+        decode_batch: Callable[[Sequence[bytes]], T],
+        offsets: _Offsets,
     ) -> Iterator[T]:
         """The batches of one epoch, decoded by :meth:`_threads` threads, in the order of their
         records. A batch that does not decode raises :class:`DataError` for the first record to
@@ -692,34 +697,36 @@ class Dataset(Generic[T]):
         threads = self._threads()
         pool = ThreadPoolExecutor(threads, "tfr-gen-decode") if threads > 1 else None
         submit: Callable[..., _Pending[T]] = _Decoded if pool is None else pool.submit
-        pending: collections.deque[tuple[list[_Raw], int, _Pending[T]]] = collections.deque()
+        pending: collections.deque[tuple[_Taken, int, _Pending[T]]] = collections.deque()
         carry: list[_Raw] = []
         ended = False
         try:
             while True:
                 while not ended and len(pending) < 2 * threads:
-                    chunk = carry + tape.take(size - len(carry))
+                    taken = tape.take(size - len(carry))
+                    chunk: _Taken = carry + _raws_of(taken) if carry else taken
                     carry = []
                     if not chunk or (len(chunk) < size and self.drop_remainder):
                         tape.unread(chunk)  # a batch that fails before it may need them
                         ended = True
                         break
                     ended = len(chunk) < size  # the epoch's last, smaller batch
-                    data = list(map(_DATA, chunk))
+                    data = chunk.data() if isinstance(chunk, _Chunk) else list(map(_DATA, chunk))
                     pending.append((chunk, tape.consumed, submit(decode_batch, data)))
                 if not pending:
                     return
-                chunk, consumed, decoding = pending.popleft()
+                taken, consumed, decoding = pending.popleft()
                 try:
                     batch = decoding.result()
                 except RecordError:
+                    chunk = _raws_of(taken)
                     if self.on_error == "raise":
                         self._records(chunk, offsets)
                         raise
                     good = [raw for raw in chunk if self._decodes(raw, offsets)]
                     if len(good) == len(chunk):
                         raise  # each record decodes alone: the batch decoder itself failed
-                    tape.unread([raw for later in pending for raw in later[0]])
+                    tape.unread([raw for later in pending for raw in _raws_of(later[0])])
                     for later in pending:
                         later[2].cancel()
                     pending.clear()
@@ -756,6 +763,19 @@ class Dataset(Generic[T]):
 
     # --- the raw records of one shard ------------------------------------------------------------
 
+    def _tape(self, shard: Shard, epoch: int, quota: int | None) -> _Tape | _RunTape:
+        """The tape of ``epoch`` of ``shard``: of its runs when batches are made of whole runs'
+        records in the order read (no shuffle, no shared files, no quota), else of raw records."""
+        if (
+            self._views
+            and self._decode_batch is not None
+            and quota is None
+            and self.interleave == 1
+            and len(self.files) >= shard.count
+        ):
+            return _RunTape(self._epoch_runs(shard, epoch)[0])
+        return _Tape(self._epoch_records(shard, epoch, quota))
+
     def _epoch_records(
         self, shard: Shard, epoch: int, quota: int | None
     ) -> tuple[Iterator[_Raw], Callable[[], None]]:
@@ -790,20 +810,31 @@ class Dataset(Generic[T]):
         The readers hand their records over a run (a buffer of the file) at a time, and the runs
         become raw records in C (``zip``, slices for a shard's part of a run, ``chain``): without
         shuffling, no step of Python runs per record."""
-        by_file = len(self.files) >= shard.count
-        shared = None if by_file else shard
         rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
-        order = list(range(len(self.files)))
-        if by_file:
-            order = order[shard.index :: shard.count]
-        if self.shuffle_buffer:
-            rng.shuffle(order)
-        runs = self._interleaved(order, shared)
+        runs, shared = self._epoch_runs(shard, epoch, rng)
         raws = _raws if shared is None else functools.partial(_kept, shard=shared)
         records: Iterator[_Raw] = itertools.chain.from_iterable(map(raws, runs))
         if self.shuffle_buffer:
             records = _shuffled(records, self.shuffle_buffer, rng)
         return records, runs.close
+
+    def _epoch_runs(
+        self, shard: Shard, epoch: int, rng: np.random.Generator | None = None
+    ) -> tuple[Generator[_Run], Shard | None]:
+        """The runs of the files of ``epoch`` of ``shard`` in the order read (the shard's files in
+        a shuffled order when there is a shuffle buffer), and the shard when every shard reads
+        every file (``None`` when each reads files of its own). Nothing is opened before the first
+        run is asked for."""
+        if rng is None:
+            rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
+        by_file = len(self.files) >= shard.count
+        shared = None if by_file else shard
+        order = list(range(len(self.files)))
+        if by_file:
+            order = order[shard.index :: shard.count]
+        if self.shuffle_buffer:
+            rng.shuffle(order)
+        return self._interleaved(order, shared), shared
 
     def _interleaved(self, order: list[int], shared: Shard | None) -> Generator[_Run]:
         """The runs of records of the files ``order``, ``interleave`` files taking turns (a run of
@@ -834,7 +865,7 @@ class Dataset(Generic[T]):
                     continue
                 with reader:
                     start = 0
-                    for run in reader.runs(self._views):
+                    for run in reader.runs(self._views, spans=self._views):
                         yield run, file, start
                         start += len(run)
             return
@@ -1125,9 +1156,10 @@ class _Tape:
         while count > 0 and (taken := len(self.take(min(count, 4096)))):
             count -= taken
 
-    def unread(self, raws: list[_Raw]) -> None:
-        """Gives back ``raws``, the last records taken, in order: the next :meth:`take` has them
+    def unread(self, taken: _Taken) -> None:
+        """Gives back ``taken``, the last records taken, in order: the next :meth:`take` has them
         first."""
+        raws = _raws_of(taken)
         if not raws:
             return
         self.consumed -= len(raws)
@@ -1146,7 +1178,103 @@ class _Tape:
         self._close()
 
 
-def _mark(at: list[int], tape: _Tape, consumed: int, maybe_last: bool) -> None:
+class _Chunk:
+    """Records taken from a :class:`_RunTape`: whole runs or parts of them, in order."""
+
+    __slots__ = ("_size", "runs")
+
+    def __init__(self, runs: list[_Run], size: int) -> None:
+        self.runs = runs
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def data(self) -> Sequence[bytes]:
+        """The records' data for a batch decoder: the runs' Spans joined into one (no object per
+        record), or a list."""
+        if len(self.runs) == 1:
+            return self.runs[0][0]
+        parts = [records for records, _, _ in self.runs]
+        if speedups is not None and all(type(part) is speedups.Spans for part in parts):
+            joined: Sequence[bytes] = speedups.join_spans(parts)
+            return joined
+        return list(itertools.chain.from_iterable(parts))
+
+    def raws(self) -> list[_Raw]:
+        """The raw records (for a batch that failed)."""
+        return list(itertools.chain.from_iterable(map(_raws, self.runs)))
+
+
+_Taken = list[_Raw] | _Chunk
+"""What a tape's ``take`` gives: raw records (:class:`_Tape`) or runs of them (:class:`_RunTape`)."""
+
+
+def _raws_of(taken: _Taken) -> list[_Raw]:
+    return taken.raws() if isinstance(taken, _Chunk) else taken
+
+
+class _RunTape:
+    """An epoch's records taken as runs (a buffer's records each, as the readers give them)
+    rather than record by record: a batch is a few slices of runs, so no step of Python runs per
+    record. Counts records, looks a run ahead, and takes back what a failed batch gives back
+    (:meth:`unread`), as :class:`_Tape` does."""
+
+    __slots__ = ("_held", "_runs", "consumed")
+
+    def __init__(self, runs: Generator[_Run]) -> None:
+        self._runs = runs
+        self._held: collections.deque[_Run] = collections.deque()
+        self.consumed = 0
+
+    def _next(self) -> bool:
+        """Whether a run is held (one is taken from the readers when none is)."""
+        while not self._held:
+            run = next(self._runs, None)
+            if run is None:
+                return False
+            if len(run[0]):
+                self._held.append(run)
+        return True
+
+    def take(self, count: int) -> _Chunk:
+        """The next ``count`` records (fewer at the end)."""
+        runs: list[_Run] = []
+        need = count
+        while need > 0 and self._next():
+            records, file, start = self._held[0]
+            if len(records) <= need:
+                runs.append(self._held.popleft())
+                need -= len(records)
+            else:
+                runs.append((records[:need], file, start))
+                self._held[0] = (records[need:], file, start + need)
+                need = 0
+        self.consumed += count - need
+        return _Chunk(runs, count - need)
+
+    def skip(self, count: int) -> None:
+        """Passes over the next ``count`` records (fewer at the end)."""
+        while count > 0 and (taken := len(self.take(min(count, 1 << 16)))):
+            count -= taken
+
+    def unread(self, taken: _Taken) -> None:
+        """Gives back ``taken``, the last records taken, in order: the next :meth:`take` has them
+        first."""
+        self.consumed -= len(taken)
+        runs = taken.runs if isinstance(taken, _Chunk) else [([d], f, i) for d, f, i in taken]
+        self._held.extendleft(reversed(runs))
+
+    def ended(self) -> bool:
+        """Whether no record is left."""
+        return not self._next()
+
+    def close(self) -> None:
+        """Closes the files being read."""
+        self._runs.close()
+
+
+def _mark(at: list[int], tape: _Tape | _RunTape, consumed: int, maybe_last: bool) -> None:
     """Records in ``at`` (``[epoch, consumed, stop]``) the position after an item: past the end of
     the epoch (the next epoch, nothing consumed) when it took the epoch's last record."""
     if maybe_last and consumed == tape.consumed and tape.ended():

@@ -366,16 +366,16 @@ class SourceReader:
                 self._file.close()
             raise
 
-    def runs(self, views: bool) -> Iterator[list[bytes]]:
+    def runs(self, views: bool, spans: bool = False) -> Iterator[Sequence[bytes]]:
         """The records in lists, one per stretch of the file the reader holds (memoryviews of
-        the reader's buffers with ``views``, see
+        the reader's buffers with ``views``, a ``Spans`` of each with ``spans``, see
         :meth:`~codegen.runtime.io.reader.TFRecordReader.batches`), then the check."""
-        runs = self.reader.batches(views=views)
+        runs = self.reader.batches(views=views, spans=spans)
         if self._file is None:
             return runs
         return itertools.chain(runs, self._checked())
 
-    def _checked(self) -> Iterator[list[bytes]]:
+    def _checked(self) -> Iterator[Sequence[bytes]]:
         file, source = self._file, self._source
         assert file is not None and source.size is not None, "only a manifest's shards are checked"
         if file.size == source.size:

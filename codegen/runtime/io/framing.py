@@ -194,11 +194,17 @@ class FrameCodec:
     and stops at the first frame that is cut off or, with ``verify``, fails a CRC check; ``stop``
     is its position.
 
+    ``scan_spans(buffer, start, verify) -> (records, stop)`` (the accelerator's only, else
+    ``None``) scans alike and gives the records as one ``Spans`` of ``buffer``: a sequence of
+    ``bytes`` without an object per record, which ``scan_batch`` reads in place. The buffer must
+    not change while it lives.
+
     Both raise ``ValueError`` for a ``start`` out of range.
     """
 
     frame_records: Callable[[Sequence[bytes], int, int], tuple[bytes, int]]
     scan_frames: ScanFrames
+    scan_spans: Callable[[Buffer, int, bool], tuple[Sequence[bytes], int]] | None = None
 
 
 PURE_PYTHON = FrameCodec(_frame_records, _scan_frames)
@@ -212,14 +218,16 @@ def _accelerated() -> FrameCodec | None:
         return None
     frame_records = getattr(module, "frame_records", None)
     scan_frames = getattr(module, "scan_frames", None)
-    if frame_records is None or scan_frames is None:
+    scan_spans = getattr(module, "scan_spans", None)
+    if frame_records is None or scan_frames is None or scan_spans is None:
         raise ImportError(
             f"{getattr(module, '__file__', 'codegen._speedups')}: the codegen._speedups "
-            "extension is out of date (it lacks frame_records and scan_frames); rebuild it with "
+            "extension is out of date (it lacks frame_records, scan_frames or scan_spans); rebuild"
+            " it with "
             "'python setup.py build_ext --inplace', reinstall tfr-gen, or set "
             f"{_accel.PURE_PYTHON_VARIABLE}=1"
         )
-    return FrameCodec(frame_records, scan_frames)
+    return FrameCodec(frame_records, scan_frames, scan_spans)
 
 
 FRAMES: FrameCodec = _accelerated() or PURE_PYTHON

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
 
@@ -229,12 +229,16 @@ class TFRecordReader:
         self._records = self._generate(True)  # type: ignore[assignment]
         return self._records  # type: ignore[return-value]
 
-    def batches(self, size: int = _READ_CHUNK, views: bool = False) -> Iterator[list[bytes]]:
+    def batches(
+        self, size: int = _READ_CHUNK, views: bool = False, spans: bool = False
+    ) -> Iterator[Sequence[bytes]]:
         """The records in lists, one list per stretch of the stream the reader holds (about
         ``size`` bytes, 1 MiB by default, read at once): an iterator to take in place of the
         reader before any record is read, for callers that work on many records at once. With
         ``views``, the records are memoryviews of the reader's buffers, as :meth:`views` gives
-        them (typed ``bytes``: every decoder takes any buffer).
+        them (typed ``bytes``: every decoder takes any buffer). With ``spans`` (the accelerator's
+        only), each list is a ``Spans`` of the buffer instead: no object per record until one is
+        asked for, and ``scan_batch`` decodes them in place.
 
         After each list, :attr:`index` counts the records of all lists so far, :attr:`offset`
         is just past the list's last record and :attr:`batch_offset` is the offset of its first
@@ -246,21 +250,27 @@ class TFRecordReader:
             raise TfrGenError(f"{self.path}: batches() must be taken before any record is read")
         if size < 1:
             raise ValueError(f"size must be positive, got {size}")
+        if spans and framing.FRAMES.scan_spans is None:
+            raise ValueError("batches(spans=True) needs the C accelerator")
         self._records.close()
         self._read_size = size
-        batches = self._generate_batches(views)
+        batches = self._generate_batches(views, spans)
         self._records = batches  # type: ignore[assignment]  # close() ends it
         return batches
 
-    def _generate_batches(self, views: bool) -> Generator[list[bytes], None, None]:
-        """The records a list at a time: every whole, valid frame of the current buffer in one
-        call; the first one that is not goes to :meth:`_advance`."""
+    def _generate_batches(self, views: bool, spans: bool) -> Generator[Sequence[bytes], None, None]:
+        """The records a list (or Spans) at a time: every whole, valid frame of the current
+        buffer in one call; the first one that is not goes to :meth:`_advance`."""
         self._started = True
         verify = self._verify
-        scan = framing.FRAMES.scan_frames
+        scan_frames, scan_spans = framing.FRAMES.scan_frames, framing.FRAMES.scan_spans
+        records: Sequence[Record]
         try:
             while True:
-                records, stop = scan(self._buf, self._pos, verify, views)
+                if spans and scan_spans is not None:
+                    records, stop = scan_spans(self._buf, self._pos, verify)
+                else:
+                    records, stop = scan_frames(self._buf, self._pos, verify, views)
                 if self._max_record is not None and len(self._buf) - self._pos > self._max_record:
                     records, stop = self._within_limit(records, self._pos, stop)
                 self.batch_offset = self._base + self._pos
@@ -281,6 +291,7 @@ class TFRecordReader:
         self._started = True
         verify = self._verify
         scan = framing.FRAMES.scan_frames
+        records: Sequence[Record]
         try:
             while True:
                 pos = self._pos
@@ -310,7 +321,9 @@ class TFRecordReader:
         if self._owns_file:
             self._file.close()
 
-    def _within_limit(self, records: list[Record], pos: int, stop: int) -> tuple[list[Record], int]:
+    def _within_limit(
+        self, records: Sequence[Record], pos: int, stop: int
+    ) -> tuple[Sequence[Record], int]:
         """The records scanned from ``pos`` to ``stop`` up to the first one larger than
         ``max_record_bytes`` (which :meth:`_advance` then refuses), and where they stop.
 

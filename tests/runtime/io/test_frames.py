@@ -47,6 +47,10 @@ class FramesModule(Protocol):
         self, buffer: Buffer, start: int, verify: bool, views: bool = False, /
     ) -> tuple[list[Any], int]: ...
 
+    def scan_spans(self, buffer: Buffer, start: int, verify: bool, /) -> tuple[Any, int]: ...
+
+    def join_spans(self, parts: object, /) -> Any: ...
+
 
 @pytest.fixture(scope="module")
 def sp() -> FramesModule:
@@ -222,6 +226,98 @@ def test_scan_frames_stops_at_the_first_frame_it_cannot_take(sp: FramesModule) -
             implementation(stream, -1, True)
 
 
+# ------------------------------------------------------------------------------------- scan_spans
+
+
+@SETTINGS
+@given(buffer=frame_buffers(), start=st.integers(-1, 6), verify=st.booleans())
+def test_scan_spans_gives_the_records_of_scan_frames(
+    sp: FramesModule, buffer: bytes, start: int, verify: bool
+) -> None:
+    expected = outcome(lambda: PURE_PYTHON.scan_frames(buffer, start, verify, False))
+    got = outcome(lambda: sp.scan_spans(buffer, start, verify))
+    if expected[0] != "ok":
+        assert got == expected
+        return
+    assert isinstance(expected[1], tuple)
+    records, stop = expected[1]
+    spans, spans_stop = sp.scan_spans(bytearray(buffer), start, verify)
+    assert type(spans).__name__ == "Spans" and spans_stop == stop
+    assert len(spans) == len(records) and list(spans) == records
+    assert all(type(item) is bytes for item in spans)
+    assert spans.nbytes == sum(map(len, records))
+
+
+@SETTINGS
+@given(
+    records=st.lists(st.binary(max_size=20), max_size=12),
+    start=st.none() | st.integers(-15, 15),
+    stop=st.none() | st.integers(-15, 15),
+    step=st.none() | st.integers(-4, 4).filter(bool),
+    cut=st.integers(0, 12),
+)
+def test_spans_index_slice_and_join_as_lists_do(
+    sp: FramesModule,
+    records: list[bytes],
+    start: int | None,
+    stop: int | None,
+    step: int | None,
+    cut: int,
+) -> None:
+    spans, _ = sp.scan_spans(b"".join(frame(r) for r in records), 0, True)
+    part = slice(start, stop, step)
+    assert list(spans[part]) == records[part]
+    assert type(spans[part]) is type(spans)
+    for index in (start, stop):
+        if index is not None and -len(records) <= index < len(records):
+            assert spans[index] == records[index]
+        elif index is not None:
+            with pytest.raises(IndexError, match="Spans index out of range"):
+                spans[index]
+    joined = sp.join_spans([spans[:cut], spans[part], spans[cut:]])
+    assert list(joined) == records[:cut] + records[part] + records[cut:]
+    assert list(sp.join_spans([])) == []
+
+
+def test_spans_keep_their_buffer_alive_and_unresized(sp: FramesModule) -> None:
+    records = [b"alpha", b"", b"gamma" * 100]
+    buffer = bytearray(b"".join(frame(r) for r in records))
+    spans, _ = sp.scan_spans(buffer, 0, True)
+    with pytest.raises(BufferError):
+        buffer.extend(b"more")
+    joined = sp.join_spans([spans[2:], spans[:2]])
+    del spans, buffer
+    assert list(joined) == [records[2], *records[:2]]
+    with pytest.raises(TypeError, match="join_spans: expected Spans, got list"):
+        sp.join_spans([joined, [b"x"]])
+    with pytest.raises(TypeError, match="join_spans: expected a sequence of Spans"):
+        sp.join_spans(3)
+
+
+def test_scan_batch_reads_spans_as_it_reads_their_records(sp: FramesModule) -> None:
+    from codegen.runtime.tf import proto
+
+    def example(i: int) -> bytes:
+        message: Any = proto.Example()
+        feature = message.features.feature
+        feature["id"].int64_list.value.append(i)
+        feature["tags"].bytes_list.value.extend(b"t%d" % j for j in range(i % 3))
+        feature["w"].float_list.value.append(0.5 * i)
+        data: bytes = message.SerializeToString(deterministic=True)
+        return data
+
+    records = [example(i) for i in range(40)]
+    spans, _ = sp.scan_spans(b"".join(frame(r) for r in records), 0, True)
+    module: Any = sp
+    keys = (b"id", b"tags", b"w")
+    for joined in ((), (b"tags",)):
+        expected = module.scan_batch(records[3:31], keys, joined)
+        assert module.scan_batch(spans[3:31], keys, joined) == expected
+        assert module.scan_batch(sp.join_spans([spans[3:10], spans[10:31]]), keys, joined) == (
+            expected
+        )
+
+
 # ----------------------------------------------------------------------------------- selection
 
 
@@ -231,6 +327,7 @@ def test_the_accelerator_is_used_when_built(sp: FramesModule) -> None:
     else:
         assert framing.FRAMES.frame_records is sp.frame_records
         assert framing.FRAMES.scan_frames is sp.scan_frames
+        assert framing.FRAMES.scan_spans is sp.scan_spans
 
 
 def test_pure_python_variable_selects_the_python_primitives() -> None:
@@ -244,7 +341,7 @@ def test_pure_python_variable_selects_the_python_primitives() -> None:
 
 def test_an_outdated_extension_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(accel, "speedups", SimpleNamespace(__file__="old.so"))
-    with pytest.raises(ImportError, match=r"old\.so: .*out of date.*frame_records.*rebuild"):
+    with pytest.raises(ImportError, match=r"old\.so: .*out of date.*scan_spans.*rebuild"):
         framing._accelerated()
     monkeypatch.setattr(accel, "speedups", None)
     assert framing._accelerated() is None
