@@ -756,10 +756,10 @@ class _RawColumn(_Column):
         shapes = self._shapes(scans[1], present) if len(scans) > 1 else None
         itemsize = self.dtype.numpy.itemsize
         if shapes is None:
-            sizes = [math.prod(cast("tuple[int, ...]", self.shape)) * itemsize] * len(scan.sizes)
+            sizes: Any = math.prod(cast("tuple[int, ...]", self.shape)) * itemsize
         else:
-            sizes = [math.prod(dims) * itemsize for dims in shapes]
-        if not np.array_equal(scan.sizes, sizes):
+            sizes = shapes.prod(axis=1) * itemsize  # exact: _shapes bounds the products
+        if not (scan.sizes == sizes).all():
             raise _Refused
         raw = np.frombuffer(scan.blob, np.uint8)
         if self.dtype.kind is Kind.BOOL and raw.size and int(raw.max()) > 1:
@@ -768,8 +768,10 @@ class _RawColumn(_Column):
         column = self._column(flat, shapes, present, size)
         return Masked(column, present) if self.masked else column
 
-    def _shapes(self, companion: KeyScan, present: npt.NDArray[np.bool_]) -> list[tuple[int, ...]]:
-        """Each present record's shape from the companion, checked against the declared one."""
+    def _shapes(self, companion: KeyScan, present: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        """Each present record's shape from the companion (a row each), checked against the
+        declared one; a shape whose dimensions (zeros aside) multiply to ``2**53`` or more goes to
+        per-record decoding."""
         kinds = companion.kinds
         fitting = np.where(present, kinds == 3, (kinds == 0) | (kinds == ABSENT))
         rank = len(self.shape)
@@ -781,12 +783,17 @@ class _RawColumn(_Column):
         for d, n in enumerate(self.shape):
             if n is not None and not (dims[:, d] == n).all():
                 raise _Refused
-        return [tuple(row) for row in dims.tolist()]
+        if (
+            dims.size
+            and float(np.maximum(dims, 1).astype(np.float64).prod(axis=1).max()) >= 2.0**53
+        ):
+            raise _Refused  # an int64 product could wrap, or numpy refuse the shape
+        return dims
 
     def _column(
         self,
         flat: npt.NDArray[Any],
-        shapes: list[tuple[int, ...]] | None,
+        shapes: npt.NDArray[np.int64] | None,
         present: npt.NDArray[np.bool_],
         size: int,
     ) -> Any:
@@ -801,15 +808,15 @@ class _RawColumn(_Column):
             return column
         if self.leading:
             lengths = np.zeros(size, np.int64)
-            lengths[present] = [dims[0] for dims in shapes]
+            lengths[present] = shapes[:, 0]
             return Ragged(flat.reshape(-1, *self.shape[1:]), _splits(lengths))
         rows: list[npt.NDArray[Any]]
-        if len(set(shapes)) == 1:  # one shape: each record's array a row of one reshape
-            rows = list(flat.reshape(len(shapes), *shapes[0]))
+        if len(shapes) and (shapes == shapes[0]).all():  # one shape: rows of one reshape
+            rows = list(flat.reshape(len(shapes), *shapes[0].tolist()))
         else:
             rows = []
             position = 0
-            for dims in shapes:
+            for dims in shapes.tolist():
                 count = math.prod(dims)
                 rows.append(flat[position : position + count].reshape(dims))
                 position += count

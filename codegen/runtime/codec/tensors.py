@@ -58,6 +58,9 @@ from codegen.runtime.codec.wire import decode_bytes_list, decode_int64_list, key
 
 __all__ = ["RaggedStrings", "RaggedTensor", "RawTensor"]
 
+_MAX_ARRAY = int(np.iinfo(np.intp).max)
+"""The most bytes numpy lets the dimensions of an array (those other than 0) add up to."""
+
 
 def _single_value(body: bytes) -> tuple[int, int] | None:
     """Where the one value of a ``BytesList`` body written as one field lies: (start, end), else
@@ -289,6 +292,11 @@ class RawTensor(Codec[npt.NDArray[S]]):
                 f"{self._where_key}: expected {count * itemsize} bytes "
                 f"({_plural(count, 'value')} of {self.dtype.name}) for shape {shape}, "
                 f"found {size}{multiple}"
+            )
+        if math.prod(d for d in cast("tuple[int, ...]", shape) if d) * itemsize > _MAX_ARRAY:
+            raise RecordError(
+                f"{self._where_key}: shape {shape} is too large for an array (its dimensions other"
+                f" than 0 multiply to more than {_MAX_ARRAY} bytes)"
             )
         raw = np.frombuffer(body, self._le, count, start)
         if self._is_bool and count and int(raw.view(np.uint8).max()) > 1:

@@ -466,6 +466,14 @@ TENSOR_CHANGES: dict[str, dict[str, tuple[int, bytes] | None]] = {
     "a raw shape with a negative dimension": {"image/shape": _ints(-1, 1, 2)},
     "a raw shape with the wrong fixed dimension": {"image/shape": _ints(1, 1, 3)},
     "a raw shape companion without its feature": {"image": None},
+    "a raw shape whose size overflows int64": {
+        "image/shape": _ints(2**40, 2**40, 2),
+        "image": _blobs(b""),
+    },
+    "a raw shape of no values with a huge dimension": {
+        "image/shape": _ints(0, 2**62, 2),
+        "image": _blobs(b""),
+    },
     "a raw feature without its shape": {"rows/shape": None},
     "a raw shape that does not fit the bytes": {"rows/shape": _ints(2, 3)},
     "a raw shape in a float list": {"rows/shape": (2, b"")},
