@@ -49,7 +49,9 @@ record of its part of the data once per epoch:
   time (the reads release the GIL), finds and CRC-checks the buffer's frames in one call (without
   the GIL when the accelerator is built) and hands the buffer's records over together: they become
   batches without a step of Python per record, and a shuffle buffer plays its draws 1024 at a
-  time on arrays of records. Batches are decoded by ``num_threads`` threads (``None``, the
+  time on arrays of records. Without a shuffle buffer (and with the accelerator, files read one at
+  a time) a buffer's records are one ``Spans`` of it, a batch is slices of those joined, and
+  ``scan_batch`` decodes them in place: no object is made per record. Batches are decoded by ``num_threads`` threads (``None``, the
   default, is one: measured on two cores, more threads do not yet outrun decoding in the
   iterating thread; ask for more where the decoding dominates). The accelerator decodes a
   batch's records without holding the GIL (``scan_batch``), so the threads decode in parallel
