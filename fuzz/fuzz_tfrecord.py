@@ -7,7 +7,8 @@ CRCs checked starts with exactly the framing of the records yielded. Skipping, n
 raised, and in an uncompressed stream every byte is in a yielded record or a skipped span. In
 both modes, opening a stream whose first bytes contradict the declared compression (a gzip or
 zlib header read as uncompressed, or the other way round) raises DataError and reads nothing.
-Anything else is a crash. Run: ``python fuzz/fuzz_tfrecord.py CORPUS [SEEDS]``.
+An uncompressed stream read a buffer at a time as ``Spans`` (with the accelerator) gives the same
+records and raises or skips alike. Anything else is a crash. Run: ``python fuzz/fuzz_tfrecord.py CORPUS [SEEDS]``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ with atheris.instrument_imports(include=["codegen", "common"]):
 
     from codegen.errors import DataError
     from codegen.runtime.io.compression import HEAD_SIZE, detect_compression
+    from codegen.runtime.io.framing import FRAMES
     from codegen.runtime.io.reader import TFRecordReader
     from codegen.runtime.io.writer import TFRecordWriter
 
@@ -58,6 +60,22 @@ def test_one_input(data: bytes) -> None:
             raise
     if compression is not None:
         return
+    if FRAMES.scan_spans is not None:
+        again = TFRecordReader(
+            io.BytesIO(stream),
+            compression=None,
+            verify_crc=verify,
+            on_error="skip" if skip else "raise",
+        )
+        runs: list[bytes] = []
+        try:
+            for run in again.batches(spans=True):
+                runs.extend(run)
+        except DataError:
+            if skip:
+                raise
+        if runs != records or again.skipped_bytes != reader.skipped_bytes:
+            raise AssertionError("the records read as Spans are not those read one by one")
     if skip:
         if sum(len(r) + 16 for r in records) + reader.skipped_bytes != len(stream):
             raise AssertionError("the records and skipped spans do not cover the stream")
