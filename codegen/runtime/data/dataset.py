@@ -51,11 +51,12 @@ record of its part of the data once per epoch:
   batches without a step of Python per record, and a shuffle buffer plays its draws 1024 at a
   time on arrays of records. Without a shuffle buffer (and with the accelerator, files read one at
   a time) a buffer's records are one ``Spans`` of it, a batch is slices of those joined, and
-  ``scan_batch`` decodes them in place: no object is made per record. Batches are decoded by ``num_threads`` threads (``None``, the
-  default, is one: measured on two cores, more threads do not yet outrun decoding in the
-  iterating thread; ask for more where the decoding dominates). The accelerator decodes a
-  batch's records without holding the GIL (``scan_batch``), so the threads decode in parallel
-  while the iterating thread reads ahead; up to ``2 * num_threads`` batches are in flight. The
+  ``scan_batch`` decodes them in place: no object is made per record. Batches are decoded by
+  ``num_threads`` threads (``None``, the default, is one: on two cores more threads pay for
+  large batches of numeric features only; ask for more where such decoding dominates). The
+  accelerator decodes a batch's records without holding the GIL (``scan_batch``), so the threads
+  decode in parallel while the iterating thread reads ahead; up to ``2 * num_threads`` batches
+  are in flight. The
   batches come out in the order their records were read, so the order, the positions of
   :meth:`Dataset.state_dict`, epochs and the exactly-once guarantees are those of
   ``num_threads=1`` (decoding in the iterating thread). Records (``batch_size=None``) are
