@@ -206,16 +206,14 @@ def write_plot(report: RunReport, path: Path) -> None:
         figure.savefig(path, dpi=120)
         plt.close(figure)
         return
-    colors = {
-        "encode": "tab:blue",
-        "decode": "tab:orange",
-        "read": "tab:green",
-        "write": "tab:purple",
-        "scan": "tab:gray",
-    }
-    figure, axes = plt.subplots(len(results), 1, figsize=(10, 3.2 * len(results)), squeeze=False)
-    for axis, result in zip(axes[:, 0], results, strict=True):
-        rows = [r for r in result.rows if r.median is not None]
+    palette = plt.get_cmap("tab10").colors
+    colors = {group: palette[i % len(palette)] for i, group in enumerate(GROUPS)}
+    ran = [[r for r in result.rows if r.median is not None] for result in results]
+    heights = [1.2 + 0.2 * len(rows) for rows in ran]  # a readable line per row
+    figure, axes = plt.subplots(
+        len(results), 1, figsize=(12, sum(heights)), squeeze=False, height_ratios=heights
+    )
+    for axis, result, rows in zip(axes[:, 0], results, ran, strict=True):
         speeds = [result.records_per_s(r) or 0.0 for r in rows]
         axis.barh([r.contender for r in rows], speeds, color=[colors[r.group] for r in rows])
         axis.set_xscale("log")

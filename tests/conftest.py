@@ -105,6 +105,12 @@ def duckdb() -> Any:
 
 
 @pytest.fixture(scope="session")
+def matplotlib() -> Any:
+    """The ``matplotlib`` module (skips outside CI when it is missing; fails in CI)."""
+    return _import_extra("matplotlib")
+
+
+@pytest.fixture(scope="session")
 def tfds() -> Any:
     """The ``tensorflow_datasets`` module (skips outside CI when it is missing; fails in CI)."""
     return _import_extra("tensorflow_datasets")

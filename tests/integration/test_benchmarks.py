@@ -364,6 +364,20 @@ def test_ratios_and_bars_come_from_the_median_or_fastest_runs(bench: ModuleType)
     assert "| customer | protobuf build+serialize | 250 | 0.5 | baseline |" in markdown
 
 
+def test_the_plot_draws_a_row_of_every_group(matplotlib: Any, tmp_path: Path) -> None:
+    from benchmarks.contenders import GROUPS
+    from benchmarks.report import RunReport, write_plot
+    from benchmarks.results import Row, WorkloadResult
+
+    rows = tuple(
+        Row(group, f"contender of {group}", (1.0 + i, 2.0, 3.0)) for i, group in enumerate(GROUPS)
+    )
+    result = WorkloadResult("customer", "mixed", "Customer", 1000, 2_000_000, rows, 1000)
+    path = tmp_path / "plot.png"
+    write_plot(RunReport({"cpu": "test"}, {"mode": "test"}, (result,), ()), path)
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
 def test_vahidk_descriptions_name_companions_and_feature_lists(
     bench: ModuleType, tmp_path: Path
 ) -> None:
