@@ -206,8 +206,8 @@ def write_plot(report: RunReport, path: Path) -> None:
         figure.savefig(path, dpi=120)
         plt.close(figure)
         return
-    palette = plt.get_cmap("tab10").colors
-    colors = {group: palette[i % len(palette)] for i, group in enumerate(GROUPS)}
+    palette = plt.get_cmap("tab10")  # ten colours
+    colors = {group: palette(i % 10) for i, group in enumerate(GROUPS)}
     ran = [[r for r in result.rows if r.median is not None] for result in results]
     heights = [1.2 + 0.2 * len(rows) for rows in ran]  # a readable line per row
     figure, axes = plt.subplots(
