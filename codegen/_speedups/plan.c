@@ -634,7 +634,11 @@ raw_array(Op *op, Found *found, int *pass)
 }
 
 /* The array [T, *step shape] of a feature list whose T steps each hold one step shape of values
- * in one packed list, as protobuf writes them; NULL with *pass set for anything else. */
+ * in one packed list, as protobuf writes them; NULL with *pass set for anything else.
+ *
+ * The steps are read once: their values go into a scratch buffer (on the stack when small), and the
+ * array is made when T is known. Each int64 value takes at least one byte of the list and each
+ * float four, so the scratch needs at most 8 (ints) or 1 (floats) bytes per byte of the list. */
 static PyObject *
 steps_array(Op *op, const Found *item, int *pass)
 {
@@ -642,46 +646,63 @@ steps_array(Op *op, const Found *item, int *pass)
     Py_ssize_t end = item->size;
     int floats = op->op == OP_STEPS_FLOAT;
     int want = floats ? LIST_FLOAT : LIST_INT64;
+    uint8_t stack[4096];
+    size_t capacity = (size_t)end * (floats ? 1 : 8);
+    uint8_t *values_out = capacity <= sizeof(stack) ? stack : PyMem_Malloc(capacity);
+    if (values_out == NULL) {
+        return PyErr_NoMemory();
+    }
     npy_intp dims[MAX_RANK + 1];
     dims[0] = 0;
+    Py_ssize_t i = 0; /* values stored */
+    PyObject *array = NULL;
     for (Py_ssize_t pos = 0; pos < end; dims[0]++) {
         int kind;
         Py_ssize_t body, size, start, length;
         if (!next_step(d, &pos, end, &kind, &body, &size) || kind != want
-            || !single_field(d + body, size, &start, &length)
-            || (floats ? length != 4 * op->inner
-                       : count_varints(d + body + start, length) != op->inner)) {
+            || !single_field(d + body, size, &start, &length)) {
             *pass = 1;
-            return NULL;
+            goto done;
         }
-    }
-    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
-    PyObject *array = new_array(op, op->rank + 1, dims);
-    if (array == NULL) {
-        return NULL;
-    }
-    uint8_t *out = PyArray_DATA((PyArrayObject *)array);
-    Py_ssize_t i = 0;
-    for (Py_ssize_t pos = 0; pos < end;) {
-        int kind = 0;
-        Py_ssize_t body = 0, size = 0, start = 0, length = 0;
-        next_step(d, &pos, end, &kind, &body, &size); /* checked above */
-        single_field(d + body, size, &start, &length);
         const uint8_t *values = d + body + start;
         if (floats) {
-            memcpy(out + 4 * i, values, (size_t)length);
+            if (length != 4 * op->inner) {
+                *pass = 1;
+                goto done;
+            }
+            memcpy(values_out + 4 * i, values, (size_t)length);
             i += op->inner;
             continue;
         }
+        /* The last byte ends a varint, so no varint runs past the list. */
+        if (length && (values[length - 1] & 0x80)) {
+            *pass = 1;
+            goto done;
+        }
+        Py_ssize_t last = i + op->inner;
         for (Py_ssize_t at = 0; at < length; i++) {
             int64_t value;
-            if (!next_varint(values, &at, &value) || value < op->lo || value > op->hi) {
-                Py_DECREF(array);
+            if (i == last || !next_varint(values, &at, &value) || value < op->lo
+                || value > op->hi) {
                 *pass = 1;
-                return NULL;
+                goto done;
             }
-            store_int(op->code, out, i, value);
+            store_int(op->code, values_out, i, value);
         }
+        if (i != last) {
+            *pass = 1;
+            goto done;
+        }
+    }
+    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    array = new_array(op, op->rank + 1, dims);
+    if (array != NULL && i) {
+        memcpy(PyArray_DATA((PyArrayObject *)array), values_out,
+               (size_t)i * (size_t)PyArray_ITEMSIZE((PyArrayObject *)array));
+    }
+done:
+    if (values_out != stack) {
+        PyMem_Free(values_out);
     }
     return array;
 }

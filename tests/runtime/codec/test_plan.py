@@ -404,19 +404,21 @@ class SequenceDecoders(Decoders):
         self.plan = compiled
 
 
-def sequence_bytes(rng: np.random.Generator, *, absent: float) -> bytes:
-    """A canonical SequenceExample of random values; optional feature lists are left out with odds
-    ``absent``."""
+def sequence_bytes(
+    rng: np.random.Generator, *, absent: float, steps: tuple[int, int] = (0, 6)
+) -> bytes:
+    """A canonical SequenceExample of random values, each feature list of ``steps[0]`` up to
+    ``steps[1]`` steps; optional feature lists are left out with odds ``absent``."""
     context = [(c.key.encode(), c.entry(random_value(c, rng))) for c in CONTEXT]
     lists = []
-    for steps in STEPS:
-        if steps.optional and rng.random() < absent:
+    for codec in STEPS:
+        if codec.optional and rng.random() < absent:
             continue
-        row = tuple(d for d in steps.shape if d is not None)
-        count = int(rng.integers(0, 6)) * int(np.prod(row, dtype=np.int64))
-        items = [scalar_value(steps.dtype, rng) for _ in range(count)]
-        value = np.array(items, dtype=steps.dtype.numpy).reshape(-1, *row)
-        lists.append((steps.key.encode(), steps.entry(value)))
+        row = tuple(d for d in codec.shape if d is not None)
+        count = int(rng.integers(*steps)) * int(np.prod(row, dtype=np.int64))
+        items = [scalar_value(codec.dtype, rng) for _ in range(count)]
+        value = np.array(items, dtype=codec.dtype.numpy).reshape(-1, *row)
+        lists.append((codec.key.encode(), codec.entry(value)))
     return wire.sequence_example(
         (entry for _, entry in sorted(context)), (entry for _, entry in sorted(lists))
     )
@@ -427,6 +429,15 @@ def test_canonical_sequence_examples_decode_in_c_to_the_reference_values(
     sequence_decoders: SequenceDecoders, seed: int
 ) -> None:
     data = sequence_bytes(np.random.default_rng(seed), absent=0.5)
+    assert not sequence_decoders.agree(data), "a canonical SequenceExample fell back"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_long_feature_lists_decode_in_c_to_the_reference_values(
+    sequence_decoders: SequenceDecoders, seed: int
+) -> None:
+    """Feature lists whose values do not fit the plan's scratch buffer on the stack (4 KiB)."""
+    data = sequence_bytes(np.random.default_rng(seed), absent=0.0, steps=(600, 700))
     assert not sequence_decoders.agree(data), "a canonical SequenceExample fell back"
 
 
@@ -453,6 +464,11 @@ SEQUENCE_CASES: dict[str, dict[bytes, list[tuple[int, bytes]] | None]] = {
     "two values in a scalar step": {b"tokens": [(3, b"\x0a\x02\x01\x02")]},
     "unpacked step": {b"tokens": [(3, b"\x08\x01")]},
     "unfinished varint": {b"tokens": [(3, b"\x0a\x01\x80")]},
+    "a varint of eleven bytes": {b"tokens": [(3, b"\x0a\x0b" + b"\xff" * 10 + b"\x01")]},
+    "a second step with two values": {b"tokens": [(3, b"\x0a\x01\x01"), (3, b"\x0a\x02\x01\x02")]},
+    "a long list, then a step with no value": {
+        b"tokens": [(3, b"\x0a\x01\x05")] * 900 + [(3, b"\x0a\x00")]
+    },
     "int8 out of range": {b"length": [(3, b"\x0a\x02\x80\x01")]},
     "a short float step": {b"vecs": [(2, b"\x0a\x08" + bytes(8))]},
     "required list missing": {b"tokens": None},
