@@ -328,11 +328,12 @@ frame_records(PyObject *self, PyObject *args)
 
 /* --- scan_frames -------------------------------------------------------------------------- */
 
-/* Where the whole (and, with ``verify``, checked) frames of buf[pos:size] end: the frames are
- * found without the GIL, and their records made after. */
+/* Where the whole (and, with ``verify``, checked) frames of buf[pos:size] end, and in ``*count``
+ * how many there are: the frames are found without the GIL, and their records made after. */
 static size_t
-frames_end(const unsigned char *buf, size_t size, size_t pos, int verify)
+frames_end(const unsigned char *buf, size_t size, size_t pos, int verify, Py_ssize_t *count)
 {
+    *count = 0;
     while (size - pos >= FRAME_SIZE) {
         const unsigned char *header = buf + pos;
         uint64_t length = get_u64(header);
@@ -347,8 +348,26 @@ frames_end(const unsigned char *buf, size_t size, size_t pos, int verify)
             break;
         }
         pos += (size_t)length + FRAME_SIZE;
+        (*count)++;
     }
     return pos;
+}
+
+/* The buffer of ``buffer`` in ``view`` for a scan from ``start``: 0, or -1 with an error set (and
+ * nothing held) when it has none or ``start`` lies outside it. */
+static int
+scan_view(PyObject *buffer, Py_ssize_t start, Py_buffer *view)
+{
+    if (PyObject_GetBuffer(buffer, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (start < 0 || start > view->len) {
+        PyErr_Format(PyExc_ValueError, "start %zd is out of range for a buffer of %zd bytes",
+                     start, view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
 }
 
 PyDoc_STRVAR(scan_frames_doc,
@@ -366,43 +385,36 @@ scan_frames(PyObject *self, PyObject *args)
     Py_ssize_t start;
     int verify, views = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Onp|p:scan_frames", &buffer, &start, &verify, &views)) {
-        return NULL;
-    }
-    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) {
+    if (!PyArg_ParseTuple(args, "Onp|p:scan_frames", &buffer, &start, &verify, &views)
+        || scan_view(buffer, start, &view) < 0) {
         return NULL;
     }
     PyObject *records, *whole = NULL, *result = NULL;
     if (views && (whole = PyMemoryView_FromObject(buffer)) == NULL) {
         goto done;
     }
-    if (start < 0 || start > view.len) {
-        PyErr_Format(PyExc_ValueError, "start %zd is out of range for a buffer of %zd bytes",
-                     start, view.len);
-        goto done;
-    }
-    records = PyList_New(0);
+    crc_prepare();
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    size_t size = (size_t)view.len, pos = (size_t)start;
+    Py_ssize_t count;
+    Py_BEGIN_ALLOW_THREADS
+    frames_end(buf, size, pos, verify, &count);
+    Py_END_ALLOW_THREADS
+    records = PyList_New(count);
     if (records == NULL) {
         goto done;
     }
-    crc_prepare();
-    const unsigned char *buf = (const unsigned char *)view.buf;
-    size_t size = (size_t)view.len, pos = (size_t)start, stop;
-    Py_BEGIN_ALLOW_THREADS
-    stop = frames_end(buf, size, pos, verify);
-    Py_END_ALLOW_THREADS
-    while (pos < stop) {
+    for (Py_ssize_t i = 0; i < count; i++) {
         uint64_t length = get_u64(buf + pos);
         const unsigned char *data = buf + pos + HEADER_SIZE;
         Py_ssize_t at = (Py_ssize_t)(pos + HEADER_SIZE);
         PyObject *record = views ? PySequence_GetSlice(whole, at, at + (Py_ssize_t)length)
                                  : PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)length);
-        if (record == NULL || PyList_Append(records, record) < 0) {
-            Py_XDECREF(record);
+        if (record == NULL) {
             Py_DECREF(records);
             goto done;
         }
-        Py_DECREF(record);
+        PyList_SET_ITEM(records, i, record);
         pos += (size_t)length + FRAME_SIZE;
     }
     result = Py_BuildValue("(Nn)", records, (Py_ssize_t)pos);
@@ -425,27 +437,17 @@ scan_spans(PyObject *self, PyObject *args)
     Py_ssize_t start;
     int verify;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Onp:scan_spans", &buffer, &start, &verify)) {
-        return NULL;
-    }
-    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) {
+    if (!PyArg_ParseTuple(args, "Onp:scan_spans", &buffer, &start, &verify)
+        || scan_view(buffer, start, &view) < 0) {
         return NULL;
     }
     PyObject *result = NULL;
-    if (start < 0 || start > view.len) {
-        PyErr_Format(PyExc_ValueError, "start %zd is out of range for a buffer of %zd bytes",
-                     start, view.len);
-        goto done;
-    }
     crc_prepare();
     const unsigned char *buf = (const unsigned char *)view.buf;
-    size_t size = (size_t)view.len, pos = (size_t)start, stop;
-    Py_ssize_t n = 0;
+    size_t size = (size_t)view.len, pos = (size_t)start;
+    Py_ssize_t n;
     Py_BEGIN_ALLOW_THREADS
-    stop = frames_end(buf, size, pos, verify);
-    for (size_t at = pos; at < stop; at += (size_t)get_u64(buf + at) + FRAME_SIZE) {
-        n++;
-    }
+    frames_end(buf, size, pos, verify, &n);
     Py_END_ALLOW_THREADS
     TfrSpans *spans = tfr_spans_new(buffer, n);
     if (spans == NULL) {
