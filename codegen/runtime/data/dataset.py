@@ -776,7 +776,7 @@ class Dataset(Generic[T]):
             and self.interleave == 1
             and len(self.files) >= shard.count
         ):
-            return _RunTape(self._epoch_runs(shard, epoch)[0])
+            return _RunTape(self._epoch_runs(shard, None)[0])
         return _Tape(self._epoch_records(shard, epoch, quota))
 
     def _epoch_records(
@@ -814,7 +814,7 @@ class Dataset(Generic[T]):
         become raw records in C (``zip``, slices for a shard's part of a run, ``chain``): without
         shuffling, no step of Python runs per record."""
         rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
-        runs, shared = self._epoch_runs(shard, epoch, rng)
+        runs, shared = self._epoch_runs(shard, rng if self.shuffle_buffer else None)
         raws = _raws if shared is None else functools.partial(_kept, shard=shared)
         records: Iterator[_Raw] = itertools.chain.from_iterable(map(raws, runs))
         if self.shuffle_buffer:
@@ -822,21 +822,19 @@ class Dataset(Generic[T]):
         return records, runs.close
 
     def _epoch_runs(
-        self, shard: Shard, epoch: int, rng: np.random.Generator | None = None
+        self, shard: Shard, shuffle: np.random.Generator | None
     ) -> tuple[Generator[_Run], Shard | None]:
-        """The runs of the files of ``epoch`` of ``shard`` in the order read (the shard's files in
-        a shuffled order when there is a shuffle buffer), and the shard when every shard reads
-        every file (``None`` when each reads files of its own). Nothing is opened before the first
-        run is asked for."""
-        if rng is None:
-            rng = np.random.default_rng([self.seed, epoch, shard.index, shard.count])
+        """The runs of the files of ``shard``, in the order read (shuffled by ``shuffle`` when it
+        is given: the epoch's generator when there is a shuffle buffer), and the shard when every
+        shard reads every file (``None`` when each reads files of its own). Nothing is opened
+        before the first run is asked for."""
         by_file = len(self.files) >= shard.count
         shared = None if by_file else shard
         order = list(range(len(self.files)))
         if by_file:
             order = order[shard.index :: shard.count]
-        if self.shuffle_buffer:
-            rng.shuffle(order)
+        if shuffle is not None:
+            shuffle.shuffle(order)
         return self._interleaved(order, shared), shared
 
     def _interleaved(self, order: list[int], shared: Shard | None) -> Generator[_Run]:
