@@ -10,6 +10,10 @@
  * the plan's ``fallback`` returns for the same bytes. The fallback is the pure-Python decoder, so
  * errors, their messages and every rare case stay exactly those of the reference path.
  *
+ * ``plan.batch(records)`` decodes a batch of SequenceExamples in one call: each feature list's steps
+ * are read straight into one buffer for the whole batch, and any record the plan would hand to its
+ * fallback makes it decline the whole batch (the caller decodes it record by record).
+ *
  * Numeric arrays are made with numpy's C API and filled in place. Work is linear in the input and
  * no allocation is sized by a length before that length has been checked against the input.
  */
@@ -36,7 +40,8 @@ typedef struct {
     PyObject *fallback_default; /* an immutable default for an absent feature, or NULL */
     long long lo, hi;           /* integer range */
     int code;                   /* the element code (ELEMENT_*) */
-    Py_ssize_t itemsize;
+    Py_ssize_t itemsize; /* the bytes of a stored element (OP_RAW) */
+    Py_ssize_t elsize;   /* the bytes of an element of the arrays made (the dtype's) */
     Py_ssize_t count;  /* values of a fixed shape, or -1 (a leading None) */
     Py_ssize_t inner;  /* values per row of the inner dimensions (>= 1) */
     PyObject *dtype;   /* the numpy dtype of arrays */
@@ -69,7 +74,19 @@ typedef struct {
     Op *ops;
     PyObject *fallback;
     vectorcallfunc vectorcall;
+    /* The feature-list buffers of the last batch (one per op, or NULL), kept for the next one so
+     * that their memory is not paged in again for every batch; ``batching`` while a batch uses
+     * them (a batch started meanwhile, by a finalizer run by a value it makes, gets its own). */
+    struct Kept *kept;
+    int batching;
 } Plan;
+
+typedef struct Kept {
+    uint8_t *values;
+    size_t capacity;
+} Kept;
+
+#define KEPT_MAX ((size_t)64 << 20) /* a buffer larger than this is not kept */
 
 /* --- canonical wire reading ----------------------------------------------------------------- */
 
@@ -633,42 +650,47 @@ raw_array(Op *op, Found *found, int *pass)
     return array;
 }
 
-/* The array [T, *step shape] of a feature list whose T steps each hold one step shape of values
- * in one packed list, as protobuf writes them; NULL with *pass set for anything else.
- *
- * The steps are read once: their values go into a scratch buffer (on the stack when small), and the
- * array is made when T is known. Each int64 value takes at least one byte of the list and each
- * float four, so the scratch needs at most 8 (ints) or 1 (floats) bytes per byte of the list. */
-static PyObject *
-steps_array(Op *op, const Found *item, int *pass)
+/* The values of a feature list whose steps each hold one step shape of values in one packed list,
+ * as protobuf writes them, stored from ``values_out`` on (as elements of the op's dtype); how many steps, or
+ * -1 with *pass set for anything else. Each int64 value takes at least one byte of the list and
+ * each float four, so ``values_out`` needs room for at most 8 (ints) or 1 (floats) bytes per byte
+ * of the list (:func:`steps_room`). */
+static Py_ssize_t
+read_steps(const Op *op, const Found *item, uint8_t *values_out, int *pass)
 {
     const uint8_t *d = item->body;
     Py_ssize_t end = item->size;
     int floats = op->op == OP_STEPS_FLOAT;
     int want = floats ? LIST_FLOAT : LIST_INT64;
-    uint8_t stack[4096];
-    size_t capacity = (size_t)end * (floats ? 1 : 8);
-    uint8_t *values_out = capacity <= sizeof(stack) ? stack : PyMem_Malloc(capacity);
-    if (values_out == NULL) {
-        return PyErr_NoMemory();
-    }
-    npy_intp dims[MAX_RANK + 1];
-    dims[0] = 0;
+    Py_ssize_t steps = 0;
     Py_ssize_t i = 0; /* values stored */
-    PyObject *array = NULL;
-    for (Py_ssize_t pos = 0; pos < end; dims[0]++) {
-        int kind;
-        Py_ssize_t body, size, start, length;
-        if (!next_step(d, &pos, end, &kind, &body, &size) || kind != want
-            || !single_field(d + body, size, &start, &length)) {
-            *pass = 1;
-            goto done;
+    /* A step as protobuf writes a short one: Feature (0A n), its list (1A/12 n-2), the packed
+     * values (0A n-4), every length one byte. */
+    const uint8_t list_tag = floats ? 0x12 : 0x1A;
+    for (Py_ssize_t pos = 0; pos < end; steps++) {
+        Py_ssize_t start, length;
+        const uint8_t *values;
+        if (pos + 6 <= end && d[pos] == 0x0A && d[pos + 2] == list_tag && d[pos + 4] == 0x0A
+            && d[pos + 1] < 0x80 && d[pos + 1] >= 4 && d[pos + 3] == d[pos + 1] - 2
+            && d[pos + 5] == d[pos + 1] - 4 && pos + 2 + d[pos + 1] <= end) {
+            values = d + pos + 6;
+            length = d[pos + 5];
+            pos += 2 + d[pos + 1];
         }
-        const uint8_t *values = d + body + start;
+        else {
+            int kind;
+            Py_ssize_t body, size;
+            if (!next_step(d, &pos, end, &kind, &body, &size) || kind != want
+                || !single_field(d + body, size, &start, &length)) {
+                *pass = 1;
+                return -1;
+            }
+            values = d + body + start;
+        }
         if (floats) {
             if (length != 4 * op->inner) {
                 *pass = 1;
-                goto done;
+                return -1;
             }
             memcpy(values_out + 4 * i, values, (size_t)length);
             i += op->inner;
@@ -677,7 +699,7 @@ steps_array(Op *op, const Found *item, int *pass)
         /* The last byte ends a varint, so no varint runs past the list. */
         if (length && (values[length - 1] & 0x80)) {
             *pass = 1;
-            goto done;
+            return -1;
         }
         Py_ssize_t last = i + op->inner;
         for (Py_ssize_t at = 0; at < length; i++) {
@@ -685,22 +707,48 @@ steps_array(Op *op, const Found *item, int *pass)
             if (i == last || !next_varint(values, &at, &value) || value < op->lo
                 || value > op->hi) {
                 *pass = 1;
-                goto done;
+                return -1;
             }
             store_int(op->code, values_out, i, value);
         }
         if (i != last) {
             *pass = 1;
-            goto done;
+            return -1;
         }
     }
-    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
-    array = new_array(op, op->rank + 1, dims);
-    if (array != NULL && i) {
-        memcpy(PyArray_DATA((PyArrayObject *)array), values_out,
-               (size_t)i * (size_t)PyArray_ITEMSIZE((PyArrayObject *)array));
+    return steps;
+}
+
+/* The most bytes read_steps stores for a feature list of ``size`` bytes. */
+static inline size_t
+steps_room(const Op *op, Py_ssize_t size)
+{
+    return (size_t)size * (op->op == OP_STEPS_FLOAT ? 1 : 8);
+}
+
+/* The array [T, *step shape] of a feature list (see read_steps); NULL with *pass set when
+ * read_steps passes. The steps are read once into a scratch buffer (on the stack when small), and
+ * the array is made when T is known. */
+static PyObject *
+steps_array(Op *op, const Found *item, int *pass)
+{
+    uint8_t stack[4096];
+    size_t capacity = steps_room(op, item->size);
+    uint8_t *values_out = capacity <= sizeof(stack) ? stack : PyMem_Malloc(capacity);
+    if (values_out == NULL) {
+        return PyErr_NoMemory();
     }
-done:
+    PyObject *array = NULL;
+    npy_intp dims[MAX_RANK + 1];
+    dims[0] = read_steps(op, item, values_out, pass);
+    if (dims[0] >= 0) {
+        memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+        array = new_array(op, op->rank + 1, dims);
+        if (array != NULL) {
+            memcpy(PyArray_DATA((PyArrayObject *)array), values_out,
+                   (size_t)PyArray_NBYTES((PyArrayObject *)array));
+        }
+    }
     if (values_out != stack) {
         PyMem_Free(values_out);
     }
@@ -834,6 +882,224 @@ plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *
     return PyObject_Vectorcall(plan->fallback, args, 1, NULL);
 }
 
+/* --- batches -------------------------------------------------------------------------------- */
+
+/* The joined values of a feature-list op over a batch: the bytes read_steps stored for each record,
+ * one record after the other, and each record's number of steps. */
+typedef struct {
+    uint8_t *values;
+    size_t used; /* bytes */
+    size_t capacity;
+    PyObject *steps; /* int64 array, one per record */
+} Joined;
+
+/* Appends the steps of one record (``item``; absent: none when the op is optional) to ``joined``;
+ * -1 with *pass set when the record is not one the plan reads, or with an error set. */
+static int
+join_steps(const Op *op, const Found *item, Joined *joined, Py_ssize_t record, int *pass)
+{
+    Py_ssize_t steps = 0;
+    if (item->kind) {
+        size_t room = steps_room(op, item->size);
+        if (joined->capacity - joined->used < room) {
+            size_t capacity = joined->capacity + (joined->capacity >> 1);
+            if (capacity < joined->used + room) {
+                capacity = joined->used + room;
+            }
+            uint8_t *grown = PyMem_Realloc(joined->values, capacity);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            joined->values = grown;
+            joined->capacity = capacity;
+        }
+        steps = read_steps(op, item, joined->values + joined->used, pass);
+        if (steps < 0) {
+            return -1;
+        }
+        joined->used += (size_t)steps * (size_t)op->inner * (size_t)op->elsize;
+    }
+    else if (!op->optional) {
+        *pass = 1;
+        return -1;
+    }
+    ((int64_t *)PyArray_DATA((PyArrayObject *)joined->steps))[record] = steps;
+    return 0;
+}
+
+/* The array [steps of every record, *step shape] of a feature-list op's joined values. */
+static PyObject *
+joined_array(Op *op, const Joined *joined)
+{
+    npy_intp dims[MAX_RANK + 1];
+    memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
+    dims[0] = (npy_intp)(joined->used / ((size_t)op->inner * (size_t)op->elsize));
+    PyObject *array = new_array(op, op->rank + 1, dims);
+    if (array != NULL) {
+        memcpy(PyArray_DATA((PyArrayObject *)array), joined->values,
+               (size_t)PyArray_NBYTES((PyArrayObject *)array));
+    }
+    return array;
+}
+
+/* One record of a batch: its bytes, and the view to release when they are not a bytes object. */
+static int
+record_bytes(PyObject *record, Py_buffer *view, const uint8_t **d, Py_ssize_t *size)
+{
+    if (PyBytes_CheckExact(record)) {
+        *d = (const uint8_t *)PyBytes_AS_STRING(record);
+        *size = PyBytes_GET_SIZE(record);
+        view->obj = NULL;
+        return 0;
+    }
+    if (PyObject_GetBuffer(record, view, PyBUF_C_CONTIGUOUS) < 0) {
+        view->obj = NULL;
+        PyErr_Clear(); /* not a buffer: the per-record path names the problem */
+        return -1;
+    }
+    *d = view->buf;
+    *size = view->len;
+    return 0;
+}
+
+/* plan.batch(records): see the docstring. */
+static PyObject *
+plan_batch(PyObject *self, PyObject *records_arg)
+{
+    Plan *plan = (Plan *)self;
+    TfrSpans *spans = tfr_spans_check(records_arg) ? (TfrSpans *)records_arg : NULL;
+    PyObject *records = spans != NULL ? NULL : PySequence_Fast(records_arg, "records");
+    if (spans == NULL && records == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = spans != NULL ? spans->n : PySequence_Fast_GET_SIZE(records);
+    PyObject *result = NULL, *parts = PyTuple_New(plan->nops);
+    Joined *joined = PyMem_Calloc((size_t)plan->nops + 1, sizeof(Joined));
+    int keeps = !plan->batching && plan->kept != NULL && joined != NULL;
+    if (keeps) {
+        plan->batching = 1;
+        for (Py_ssize_t i = 0; i < plan->nops; i++) {
+            joined[i].values = plan->kept[i].values;
+            joined[i].capacity = plan->kept[i].capacity;
+            plan->kept[i].values = NULL;
+            plan->kept[i].capacity = 0;
+        }
+    }
+    Found stack[16];
+    Found *found = plan->nslots > 16 ? PyMem_Malloc(sizeof(Found) * (size_t)plan->nslots) : stack;
+    if (parts == NULL || joined == NULL || found == NULL) {
+        if (parts != NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < plan->nops; i++) {
+        Op *op = &plan->ops[i];
+        PyObject *part;
+        if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
+            npy_intp count = n;
+            part = joined[i].steps = PyArray_EMPTY(1, &count, NPY_INT64, 0);
+            Py_XINCREF(part);
+        }
+        else {
+            part = PyList_New(n);
+        }
+        if (part == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(parts, i, part);
+    }
+    int pass = 0;
+    for (Py_ssize_t r = 0; r < n && !pass; r++) {
+        const uint8_t *d;
+        Py_ssize_t size;
+        Py_buffer view = {0};
+        if (spans != NULL) {
+            d = spans->data[r];
+            size = spans->sizes[r];
+        }
+        else if (record_bytes(PySequence_Fast_GET_ITEM(records, r), &view, &d, &size) < 0) {
+            pass = 1;
+            break;
+        }
+        if (!find_all(plan, d, size, found)) {
+            pass = 1;
+        }
+        for (Py_ssize_t i = 0; !pass && i < plan->nops; i++) {
+            Op *op = &plan->ops[i];
+            if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
+                if (join_steps(op, &found[op->slot], &joined[i], r, &pass) < 0 && !pass) {
+                    break;
+                }
+                continue;
+            }
+            PyObject *value = op_value(op, found, &pass);
+            if (value == NULL) {
+                break;
+            }
+            PyList_SET_ITEM(PyTuple_GET_ITEM(parts, i), r, value);
+        }
+        if (view.obj != NULL) {
+            PyBuffer_Release(&view);
+        }
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    if (pass) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < plan->nops; i++) {
+        if (joined[i].steps == NULL) {
+            continue;
+        }
+        PyObject *values = joined_array(&plan->ops[i], &joined[i]);
+        PyObject *pair = values == NULL ? NULL : PyTuple_Pack(2, values, joined[i].steps);
+        Py_XDECREF(values);
+        if (pair == NULL) {
+            goto done;
+        }
+        Py_SETREF(((PyTupleObject *)parts)->ob_item[i], pair);
+    }
+    result = Py_NewRef(parts);
+done:
+    for (Py_ssize_t i = 0; joined != NULL && i < plan->nops; i++) {
+        if (keeps && joined[i].capacity <= KEPT_MAX) {
+            plan->kept[i].values = joined[i].values;
+            plan->kept[i].capacity = joined[i].capacity;
+        }
+        else {
+            PyMem_Free(joined[i].values);
+        }
+        Py_XDECREF(joined[i].steps);
+    }
+    if (keeps) {
+        plan->batching = 0;
+    }
+    PyMem_Free(joined);
+    if (found != stack) {
+        PyMem_Free(found);
+    }
+    Py_XDECREF(parts);
+    Py_XDECREF(records);
+    return result;
+}
+
+PyDoc_STRVAR(plan_batch_doc,
+"batch(records) -> tuple | None\n\n"
+"The values of every record of ``records`` (a sequence of bytes-like objects, or a Spans, read in\n"
+"place), attribute by attribute: a list of the values the plan gives each record, or, for a\n"
+"feature list, a pair (values, steps): the arrays the plan gives each record joined along their\n"
+"first axis, and each record's number of steps (int64). ``None`` when the plan would hand any of\n"
+"the records to its fallback (the caller then decodes them one by one).");
+
+static PyMethodDef plan_methods[] = {
+    {"batch", plan_batch, METH_O, plan_batch_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 /* --- construction ---------------------------------------------------------------------------- */
 
 static void
@@ -844,6 +1110,10 @@ plan_dealloc(Plan *plan)
         Py_XDECREF(plan->ops[i].fallback_default);
         Py_XDECREF(plan->ops[i].dtype);
     }
+    for (Py_ssize_t i = 0; plan->kept != NULL && i < plan->nops; i++) {
+        PyMem_Free(plan->kept[i].values);
+    }
+    PyMem_Free(plan->kept);
     PyMem_Free(plan->ops);
     PyMem_Free(plan->slots);
     Py_XDECREF(plan->keys);
@@ -901,6 +1171,11 @@ read_op(PyObject *spec, Op *op, Py_ssize_t nfeatures, Py_ssize_t nslots)
             op->inner *= dim;
         }
     }
+    op->elsize = arrays ? (Py_ssize_t)PyDataType_ELSIZE((PyArray_Descr *)dtype) : 0;
+    if (steps && (op->elsize < 1 || op->elsize > 8)) {
+        PyErr_SetString(PyExc_ValueError, "an ExamplePlan feature-list op needs a dtype of 1 to 8 bytes");
+        return -1;
+    }
     op->fallback_default = has_default ? Py_NewRef(dflt) : NULL;
     op->dtype = Py_NewRef(dtype);
     return 0;
@@ -933,8 +1208,10 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     plan->vectorcall = plan_vectorcall;
     plan->slots = PyMem_Calloc((size_t)plan->nslots + 1, sizeof(Slot));
     plan->ops = PyMem_Calloc((size_t)plan->nops + 1, sizeof(Op));
+    plan->kept = PyMem_Calloc((size_t)plan->nops + 1, sizeof(Kept));
+    plan->batching = 0;
     PyObject_GC_Track(plan);
-    if (plan->slots == NULL || plan->ops == NULL) {
+    if (plan->slots == NULL || plan->ops == NULL || plan->kept == NULL) {
         Py_DECREF(plan);
         return PyErr_NoMemory();
     }
@@ -977,6 +1254,7 @@ static PyTypeObject PlanType = {
     .tp_dealloc = (destructor)plan_dealloc,
     .tp_traverse = (traverseproc)plan_traverse,
     .tp_doc = plan_doc,
+    .tp_methods = plan_methods,
 };
 
 int

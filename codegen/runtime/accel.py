@@ -47,6 +47,18 @@ UTF-8), or for a joined key a ``(blob, sizes)`` pair of Blocks."""
 
 
 @runtime_checkable
+class ExamplePlan(Protocol):
+    """A compiled plan (``codegen/_speedups/plan.c``): called with one record's bytes, its attribute values."""
+
+    def __call__(self, data: BytesLike, /) -> tuple[Any, ...]: ...
+
+    def batch(self, records: Sequence[BytesLike], /) -> tuple[Any, ...] | None:
+        """Every record's values in one call, per attribute: a list, or for a feature list the
+        joined steps and each record's number of steps; ``None`` when a record needs the fallback."""
+        ...
+
+
+@runtime_checkable
 class Speedups(Protocol):
     """The functions of ``codegen._speedups``: the contracts of ``codegen.runtime.codec.wire``.
 
@@ -137,7 +149,7 @@ class Speedups(Protocol):
         fallback: Callable[[BytesLike], tuple[Any, ...]],
         list_keys: tuple[bytes, ...] | None = None,
         /,
-    ) -> Callable[[BytesLike], tuple[Any, ...]]:
+    ) -> ExamplePlan:
         """A callable decoding Example (with ``list_keys``: SequenceExample) bytes to attribute
         values (see ``codegen.runtime.codec.plan``)."""
         ...

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from codegen.dtypes import DType, Kind, Wire
 from codegen.errors import RecordError, TfrGenError
 from codegen.kinds import codec_row_of
-from codegen.runtime.accel import speedups
+from codegen.runtime.accel import ExamplePlan, speedups
 from codegen.runtime.codec import wire
 from codegen.runtime.codec.buffer import BytesLike
 from codegen.runtime.codec.columns import Masked, Ragged
@@ -1021,6 +1021,12 @@ class BatchCodec:
         )
         self._joined = tuple(key for column in self._columns for key in column.joined)
         self._texts = tuple(key for column in self._columns for key in column.texts)
+        # A SequenceExample plan decodes a batch in one call (feature lists joined as they are read).
+        self._batch_plan: Callable[[Sequence[BytesLike]], tuple[Any, ...] | None] | None = (
+            self._decode_one.batch
+            if self._sequence and isinstance(self._decode_one, ExamplePlan)
+            else None
+        )
 
     def decode(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
         """The columns of the serialized records ``data``, equal to :meth:`columns` of per-record
@@ -1031,11 +1037,24 @@ class BatchCodec:
                 return self._fast(data)
             except (RecordError, _Refused):
                 pass  # per-record decoding gives the exact result or the exact error
+        elif self._batch_plan is not None and len(data):
+            parts = self._batch_plan(data)
+            if parts is not None:  # else a record the plan hands to its fallback: one by one
+                return tuple(map(self._from_part, self._layouts, parts))
         try:
             rows = list(map(self._decode_one, data))
         except RecordError:  # decoded again to say which record
             rows = [self._decode_each(i, record) for i, record in enumerate(data)]
         return self.columns(rows)
+
+    @staticmethod
+    def _from_part(layout: _Layout, part: Any) -> Any:
+        """The column of one attribute of a batch plan's result: a feature list's joined steps
+        and their counts per record, or the values of each record."""
+        if type(part) is tuple:
+            values, steps = part
+            return Ragged(values, _splits(steps))
+        return layout.from_values(part)
 
     def _fast(self, data: Sequence[BytesLike]) -> tuple[Any, ...]:
         scans = scan_keys(data, self._keys, self._joined, self._texts)

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, cast
 from codegen.dtypes import Kind
 from codegen.errors import RecordError
 from codegen.kinds import RAW_ELEMENT, PlanOp, codec_row_of, element_code
-from codegen.runtime.accel import speedups
+from codegen.runtime.accel import ExamplePlan, speedups
 from codegen.runtime.codec.buffer import BytesLike
 from codegen.runtime.codec.features import Codec
 from codegen.runtime.codec.sequences import SequenceCodec
@@ -155,7 +155,7 @@ def compile_plan(
     codecs: Sequence[Codec[Any]],
     fallback: ExampleDecoder,
     sequence_codecs: Sequence[SequenceCodec[Any]] | None = None,
-) -> ExampleDecoder | None:
+) -> ExamplePlan | None:
     """The C ``ExamplePlan`` of ``codecs`` (and ``sequence_codecs``, as in
     :func:`example_decoder`) that hands what it does not decode to ``fallback``, or ``None``
     without the accelerator (or on a big-endian machine) or when a codec has no plan."""

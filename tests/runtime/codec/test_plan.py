@@ -519,3 +519,106 @@ def test_a_context_feature_without_a_list_holds_no_values() -> None:
         assert sequence(wire.sequence_example([], lists))[0] == 7
     for example in (plan.example_decoder("R", (count,)), plan.codec_decoder("R", (count,))):
         assert example(wire.example([kindless])) == (7,)
+
+
+# --- batches of SequenceExamples: one call ------------------------------------------------------
+
+
+def batch_agrees(sequence_decoders: SequenceDecoders, records: list[bytes], batch: Any) -> bool:
+    """Assert that ``plan.batch(batch)`` (``batch``: ``records`` as bytes, views or Spans) gives
+    what the plan gives each record, feature lists joined; whether it declined (``None``), which it
+    does exactly when the plan hands one of the records to its fallback."""
+    before = sequence_decoders.fallbacks
+    each = []
+    for data in records:
+        try:
+            each.append(sequence_decoders.plan(data))
+        except RecordError:  # the fallback's error
+            pass
+    fell_back = sequence_decoders.fallbacks > before
+    parts = sequence_decoders.plan.batch(batch)
+    if parts is None:
+        assert fell_back, "the batch declined records the plan decodes"
+        return False
+    assert not fell_back, "the batch decoded a record the plan hands to its fallback"
+    assert len(parts) == len(CONTEXT) + len(STEPS)
+    for position, part in enumerate(parts):
+        values = [row[position] for row in each]
+        if position < len(CONTEXT):
+            assert type(part) is list
+            assert exact(part) == exact(values)
+            continue
+        joined, steps = part
+        assert exact(steps) == exact(np.array([len(v) for v in values], np.int64))
+        assert exact(joined) == exact(np.concatenate(values))
+    return True
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_batch_of_sequence_examples_is_what_the_plan_gives_each(
+    sequence_decoders: SequenceDecoders, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 40))
+    steps = (600, 700) if seed % 4 == 0 else (0, 6)  # some lists past the stack scratch
+    records = [sequence_bytes(rng, absent=0.5, steps=steps) for _ in range(count)]
+    assert batch_agrees(sequence_decoders, records, records)
+    assert batch_agrees(sequence_decoders, records, [memoryview(r) for r in records])
+    assert batch_agrees(sequence_decoders, records, [bytearray(r) for r in records])
+    assert batch_agrees(sequence_decoders, records, tuple(records))
+
+
+def test_a_batch_reads_spans_in_place(sequence_decoders: SequenceDecoders) -> None:
+    speedups: Any = import_speedups()  # its framing functions are not in the Speedups protocol
+    rng = np.random.default_rng(11)
+    records = [sequence_bytes(rng, absent=0.3) for _ in range(25)]
+    framed, taken = speedups.frame_records(records, 0, 1 << 30)
+    assert taken == len(records)
+    spans, stop = speedups.scan_spans(bytearray(framed), 0, True)
+    assert stop == len(framed) and len(spans) == len(records)
+    assert batch_agrees(sequence_decoders, records, spans)
+    assert batch_agrees(sequence_decoders, records[3:20:2], spans[3:20:2])
+
+
+def test_an_empty_batch_has_no_values(sequence_decoders: SequenceDecoders) -> None:
+    parts = sequence_decoders.plan.batch([])
+    assert parts is not None
+    for position, part in enumerate(parts):
+        if position < len(CONTEXT):
+            assert part == []
+        else:
+            joined, steps = part
+            assert steps.shape == (0,) and steps.dtype == np.int64
+            assert joined.shape == (0, *STEPS[position - len(CONTEXT)].shape)
+
+
+@pytest.mark.parametrize("case", SEQUENCE_CASES, ids=str)
+def test_a_batch_with_a_record_the_plan_does_not_read_declines(
+    sequence_decoders: SequenceDecoders, case: str
+) -> None:
+    rng = np.random.default_rng(5)
+    records = [sequence_bytes(rng, absent=0.0) for _ in range(6)]
+    records[3] = rebuild(records[3], SEQUENCE_CASES[case])
+    assert not batch_agrees(sequence_decoders, records, records)
+    assert batch_agrees(sequence_decoders, records[:3], records[:3])
+
+
+def test_a_batch_of_non_buffers_declines(sequence_decoders: SequenceDecoders) -> None:
+    """A record that is not bytes-like goes to the per-record path, which names the problem."""
+    record = sequence_bytes(np.random.default_rng(2), absent=0.0)
+    assert sequence_decoders.plan.batch([record, "not bytes"]) is None  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        sequence_decoders.plan.batch(5)  # type: ignore[arg-type]
+
+
+@SETTINGS
+@given(st.data())
+def test_batches_of_mutated_sequence_examples_are_what_the_plan_gives_each(
+    sequence_decoders: SequenceDecoders, data: st.DataObject
+) -> None:
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    records = [sequence_bytes(rng, absent=0.3) for _ in range(data.draw(st.integers(2, 4)))]
+    records[0] = mutate(records[0], data)
+    batch_agrees(sequence_decoders, records, records)
+    batch_agrees(sequence_decoders, records[1:], records[1:])
