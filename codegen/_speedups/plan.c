@@ -885,18 +885,23 @@ plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *
 /* --- batches -------------------------------------------------------------------------------- */
 
 /* The joined values of a feature-list op over a batch: the bytes read_steps stored for each record,
- * one record after the other, and each record's number of steps. */
+ * one record after the other (raw memory: filled without the GIL), and each record's number of
+ * steps. */
 typedef struct {
     uint8_t *values;
     size_t used; /* bytes */
     size_t capacity;
-    PyObject *steps; /* int64 array, one per record */
+    int64_t *steps; /* the data of ``steps_array`` */
+    PyObject *steps_array;
 } Joined;
 
-/* Appends the steps of one record (``item``; absent: none when the op is optional) to ``joined``;
- * -1 with *pass set when the record is not one the plan reads, or with an error set. */
+enum { JOINED, PASSED, NO_MEMORY };
+
+/* Appends the steps of one record (``item``; absent: none when the op is optional) to ``joined``:
+ * JOINED, PASSED when the record is not one the plan reads, or NO_MEMORY (no error set: this runs
+ * without the GIL). */
 static int
-join_steps(const Op *op, const Found *item, Joined *joined, Py_ssize_t record, int *pass)
+join_steps(const Op *op, const Found *item, Joined *joined, Py_ssize_t record)
 {
     Py_ssize_t steps = 0;
     if (item->kind) {
@@ -906,26 +911,25 @@ join_steps(const Op *op, const Found *item, Joined *joined, Py_ssize_t record, i
             if (capacity < joined->used + room) {
                 capacity = joined->used + room;
             }
-            uint8_t *grown = PyMem_Realloc(joined->values, capacity);
+            uint8_t *grown = PyMem_RawRealloc(joined->values, capacity);
             if (grown == NULL) {
-                PyErr_NoMemory();
-                return -1;
+                return NO_MEMORY;
             }
             joined->values = grown;
             joined->capacity = capacity;
         }
-        steps = read_steps(op, item, joined->values + joined->used, pass);
+        int pass = 0;
+        steps = read_steps(op, item, joined->values + joined->used, &pass);
         if (steps < 0) {
-            return -1;
+            return PASSED;
         }
         joined->used += (size_t)steps * (size_t)op->inner * (size_t)op->elsize;
     }
     else if (!op->optional) {
-        *pass = 1;
-        return -1;
+        return PASSED;
     }
-    ((int64_t *)PyArray_DATA((PyArrayObject *)joined->steps))[record] = steps;
-    return 0;
+    joined->steps[record] = steps;
+    return JOINED;
 }
 
 /* The array [steps of every record, *step shape] of a feature-list op's joined values. */
@@ -943,41 +947,127 @@ joined_array(Op *op, const Joined *joined)
     return array;
 }
 
-/* One record of a batch: its bytes, and the view to release when they are not a bytes object. */
+/* The records of a batch: where each one's bytes are, and the views to release. */
+typedef struct {
+    Py_ssize_t n;
+    const uint8_t **data;
+    Py_ssize_t *sizes;
+    Py_buffer *views; /* views[i].obj is NULL for a bytes object or a span */
+    PyObject *records; /* the sequence holding them (NULL for Spans) */
+} Records;
+
+/* Opens every record of ``records_arg`` (a Spans, or a sequence of bytes-like objects): 1, or 0
+ * when one is not bytes-like (the per-record path names the problem), or -1 with an error set. */
 static int
-record_bytes(PyObject *record, Py_buffer *view, const uint8_t **d, Py_ssize_t *size)
+records_open(PyObject *records_arg, Records *records)
 {
-    if (PyBytes_CheckExact(record)) {
-        *d = (const uint8_t *)PyBytes_AS_STRING(record);
-        *size = PyBytes_GET_SIZE(record);
-        view->obj = NULL;
-        return 0;
-    }
-    if (PyObject_GetBuffer(record, view, PyBUF_C_CONTIGUOUS) < 0) {
-        view->obj = NULL;
-        PyErr_Clear(); /* not a buffer: the per-record path names the problem */
+    TfrSpans *spans = tfr_spans_check(records_arg) ? (TfrSpans *)records_arg : NULL;
+    if (spans == NULL && (records->records = PySequence_Fast(records_arg, "records")) == NULL) {
         return -1;
     }
-    *d = view->buf;
-    *size = view->len;
-    return 0;
+    Py_ssize_t n = spans != NULL ? spans->n : PySequence_Fast_GET_SIZE(records->records);
+    records->data = PyMem_Calloc((size_t)n + 1, sizeof(*records->data));
+    records->sizes = PyMem_Calloc((size_t)n + 1, sizeof(*records->sizes));
+    records->views = PyMem_Calloc((size_t)n + 1, sizeof(*records->views));
+    if (records->data == NULL || records->sizes == NULL || records->views == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (; records->n < n; records->n++) {
+        Py_ssize_t i = records->n;
+        if (spans != NULL) {
+            records->data[i] = spans->data[i];
+            records->sizes[i] = spans->sizes[i];
+            continue;
+        }
+        PyObject *record = PySequence_Fast_GET_ITEM(records->records, i);
+        if (PyBytes_CheckExact(record)) {
+            records->data[i] = (const uint8_t *)PyBytes_AS_STRING(record);
+            records->sizes[i] = PyBytes_GET_SIZE(record);
+            continue;
+        }
+        if (PyObject_GetBuffer(record, &records->views[i], PyBUF_C_CONTIGUOUS) < 0) {
+            records->views[i].obj = NULL;
+            PyErr_Clear();
+            return 0;
+        }
+        records->data[i] = records->views[i].buf;
+        records->sizes[i] = records->views[i].len;
+    }
+    return 1;
 }
 
-/* plan.batch(records): see the docstring. */
+static void
+records_close(Records *records)
+{
+    for (Py_ssize_t i = 0; records->views != NULL && i < records->n; i++) {
+        if (records->views[i].obj != NULL) {
+            PyBuffer_Release(&records->views[i]);
+        }
+    }
+    PyMem_Free(records->data);
+    PyMem_Free(records->sizes);
+    PyMem_Free(records->views);
+    Py_XDECREF(records->records);
+}
+
+/* The first pass over a batch, without the GIL: each record's features found (into ``found``,
+ * ``plan->nslots`` per record) and its feature lists joined. JOINED, PASSED or NO_MEMORY. */
+static int
+find_and_join(Plan *plan, const Records *records, Found *found, Joined *joined)
+{
+    for (Py_ssize_t r = 0; r < records->n; r++) {
+        Found *own = found + r * plan->nslots;
+        if (!find_all(plan, records->data[r], records->sizes[r], own)) {
+            return PASSED;
+        }
+        for (Py_ssize_t i = 0; i < plan->nops; i++) {
+            Op *op = &plan->ops[i];
+            if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
+                int status = join_steps(op, &own[op->slot], &joined[i], r);
+                if (status != JOINED) {
+                    return status;
+                }
+            }
+        }
+    }
+    return JOINED;
+}
+
+/* plan.batch(records): see the docstring. The feature lists are read without the GIL; then the
+ * other attributes' values are made, record by record. */
 static PyObject *
 plan_batch(PyObject *self, PyObject *records_arg)
 {
     Plan *plan = (Plan *)self;
-    TfrSpans *spans = tfr_spans_check(records_arg) ? (TfrSpans *)records_arg : NULL;
-    PyObject *records = spans != NULL ? NULL : PySequence_Fast(records_arg, "records");
-    if (spans == NULL && records == NULL) {
-        return NULL;
-    }
-    Py_ssize_t n = spans != NULL ? spans->n : PySequence_Fast_GET_SIZE(records);
-    PyObject *result = NULL, *parts = PyTuple_New(plan->nops);
+    Records records = {0};
+    PyObject *result = NULL, *parts = NULL;
+    Found *found = NULL;
     Joined *joined = PyMem_Calloc((size_t)plan->nops + 1, sizeof(Joined));
-    int keeps = !plan->batching && plan->kept != NULL && joined != NULL;
-    if (keeps) {
+    int keeps = 0;
+    if (joined == NULL) {
+        return PyErr_NoMemory();
+    }
+    int opened = records_open(records_arg, &records);
+    if (opened <= 0) {
+        result = opened < 0 ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t n = records.n;
+    if ((size_t)n > PY_SSIZE_T_MAX / sizeof(Found) / ((size_t)plan->nslots + 1)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    found = PyMem_RawMalloc(sizeof(Found) * ((size_t)n * (size_t)plan->nslots + 1));
+    parts = PyTuple_New(plan->nops);
+    if (found == NULL || parts == NULL) {
+        if (found == NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    keeps = !plan->batching;
+    if (keeps) { /* the last batch's buffers (a batch that starts meanwhile makes its own) */
         plan->batching = 1;
         for (Py_ssize_t i = 0; i < plan->nops; i++) {
             joined[i].values = plan->kept[i].values;
@@ -986,21 +1076,16 @@ plan_batch(PyObject *self, PyObject *records_arg)
             plan->kept[i].capacity = 0;
         }
     }
-    Found stack[16];
-    Found *found = plan->nslots > 16 ? PyMem_Malloc(sizeof(Found) * (size_t)plan->nslots) : stack;
-    if (parts == NULL || joined == NULL || found == NULL) {
-        if (parts != NULL) {
-            PyErr_NoMemory();
-        }
-        goto done;
-    }
     for (Py_ssize_t i = 0; i < plan->nops; i++) {
         Op *op = &plan->ops[i];
         PyObject *part;
         if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
             npy_intp count = n;
-            part = joined[i].steps = PyArray_EMPTY(1, &count, NPY_INT64, 0);
-            Py_XINCREF(part);
+            part = joined[i].steps_array = PyArray_EMPTY(1, &count, NPY_INT64, 0);
+            if (part != NULL) {
+                joined[i].steps = PyArray_DATA((PyArrayObject *)part);
+                Py_INCREF(part);
+            }
         }
         else {
             part = PyList_New(n);
@@ -1010,41 +1095,29 @@ plan_batch(PyObject *self, PyObject *records_arg)
         }
         PyTuple_SET_ITEM(parts, i, part);
     }
-    int pass = 0;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = find_and_join(plan, &records, found, joined);
+    Py_END_ALLOW_THREADS
+    if (status == NO_MEMORY) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int pass = status == PASSED;
     for (Py_ssize_t r = 0; r < n && !pass; r++) {
-        const uint8_t *d;
-        Py_ssize_t size;
-        Py_buffer view = {0};
-        if (spans != NULL) {
-            d = spans->data[r];
-            size = spans->sizes[r];
-        }
-        else if (record_bytes(PySequence_Fast_GET_ITEM(records, r), &view, &d, &size) < 0) {
-            pass = 1;
-            break;
-        }
-        if (!find_all(plan, d, size, found)) {
-            pass = 1;
-        }
-        for (Py_ssize_t i = 0; !pass && i < plan->nops; i++) {
+        for (Py_ssize_t i = 0; i < plan->nops; i++) {
             Op *op = &plan->ops[i];
             if (op->op == OP_STEPS_INT || op->op == OP_STEPS_FLOAT) {
-                if (join_steps(op, &found[op->slot], &joined[i], r, &pass) < 0 && !pass) {
-                    break;
-                }
                 continue;
             }
-            PyObject *value = op_value(op, found, &pass);
+            PyObject *value = op_value(op, found + r * plan->nslots, &pass);
             if (value == NULL) {
+                if (!pass) {
+                    goto done; /* an error */
+                }
                 break;
             }
             PyList_SET_ITEM(PyTuple_GET_ITEM(parts, i), r, value);
-        }
-        if (view.obj != NULL) {
-            PyBuffer_Release(&view);
-        }
-        if (PyErr_Occurred()) {
-            goto done;
         }
     }
     if (pass) {
@@ -1052,11 +1125,11 @@ plan_batch(PyObject *self, PyObject *records_arg)
         goto done;
     }
     for (Py_ssize_t i = 0; i < plan->nops; i++) {
-        if (joined[i].steps == NULL) {
+        if (joined[i].steps_array == NULL) {
             continue;
         }
         PyObject *values = joined_array(&plan->ops[i], &joined[i]);
-        PyObject *pair = values == NULL ? NULL : PyTuple_Pack(2, values, joined[i].steps);
+        PyObject *pair = values == NULL ? NULL : PyTuple_Pack(2, values, joined[i].steps_array);
         Py_XDECREF(values);
         if (pair == NULL) {
             goto done;
@@ -1065,25 +1138,23 @@ plan_batch(PyObject *self, PyObject *records_arg)
     }
     result = Py_NewRef(parts);
 done:
-    for (Py_ssize_t i = 0; joined != NULL && i < plan->nops; i++) {
+    for (Py_ssize_t i = 0; i < plan->nops; i++) {
         if (keeps && joined[i].capacity <= KEPT_MAX) {
             plan->kept[i].values = joined[i].values;
             plan->kept[i].capacity = joined[i].capacity;
         }
         else {
-            PyMem_Free(joined[i].values);
+            PyMem_RawFree(joined[i].values);
         }
-        Py_XDECREF(joined[i].steps);
+        Py_XDECREF(joined[i].steps_array);
     }
     if (keeps) {
         plan->batching = 0;
     }
     PyMem_Free(joined);
-    if (found != stack) {
-        PyMem_Free(found);
-    }
+    PyMem_RawFree(found);
     Py_XDECREF(parts);
-    Py_XDECREF(records);
+    records_close(&records);
     return result;
 }
 
@@ -1111,7 +1182,7 @@ plan_dealloc(Plan *plan)
         Py_XDECREF(plan->ops[i].dtype);
     }
     for (Py_ssize_t i = 0; plan->kept != NULL && i < plan->nops; i++) {
-        PyMem_Free(plan->kept[i].values);
+        PyMem_RawFree(plan->kept[i].values);
     }
     PyMem_Free(plan->kept);
     PyMem_Free(plan->ops);

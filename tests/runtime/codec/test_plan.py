@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,8 @@ def exact(value: object) -> object:
         return ("ndarray", value.dtype.str, value.shape, value.flags.writeable, value.tobytes())
     if isinstance(value, list):
         return [exact(item) for item in value]
+    if isinstance(value, tuple):
+        return ("tuple", [exact(item) for item in value])
     if isinstance(value, float):
         return ("float", struct.pack("<d", value))
     return (type(value).__name__, value)
@@ -622,3 +625,22 @@ def test_batches_of_mutated_sequence_examples_are_what_the_plan_gives_each(
     records[0] = mutate(records[0], data)
     batch_agrees(sequence_decoders, records, records)
     batch_agrees(sequence_decoders, records[1:], records[1:])
+
+
+def test_batches_in_several_threads_at_once_are_each_what_the_plan_gives(
+    sequence_decoders: SequenceDecoders,
+) -> None:
+    """The plan reads feature lists without the GIL and keeps its buffers for the next batch: a
+    batch that starts while another runs makes its own, and each gets its own records' values."""
+    rng = np.random.default_rng(3)
+    batches = [
+        [sequence_bytes(rng, absent=0.3, steps=(0, 200)) for _ in range(30)] for _ in range(4)
+    ]
+    expected = [exact(sequence_decoders.plan.batch(b)) for b in batches]
+
+    def run(index: int) -> list[object]:
+        return [exact(sequence_decoders.plan.batch(batches[index])) for _ in range(20)]
+
+    with ThreadPoolExecutor(4) as pool:
+        for index, results in enumerate(pool.map(run, range(4))):
+            assert results == [expected[index]] * 20
