@@ -518,7 +518,7 @@ string_value(int text, const uint8_t *value, Py_ssize_t length, int *pass)
     if (!text) {
         return PyBytes_FromStringAndSize((const char *)value, length);
     }
-    PyObject *result = PyUnicode_DecodeUTF8((const char *)value, length, NULL);
+    PyObject *result = tfr_utf8_text(value, length);
     if (result == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
         PyErr_Clear();
         *pass = 1;

@@ -398,21 +398,11 @@ check_message(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what
     return 0;
 }
 
-static int
-is_ascii(const uint8_t *p, Py_ssize_t size)
-{
-    uint8_t bits = 0;
-    for (Py_ssize_t i = 0; i < size; i++) {
-        bits |= p[i];
-    }
-    return bits < 0x80;
-}
-
 /* Raise unless the map key d[start:end] is UTF-8 (Python's decoder gives the reason). */
 static int
 check_key(const uint8_t *d, Py_ssize_t start, Py_ssize_t end, const char *what)
 {
-    if (is_ascii(d + start, end - start)) {
+    if (tfr_is_ascii(d + start, end - start)) {
         return 0;
     }
     if (detached) {
@@ -1108,7 +1098,7 @@ read_canonical_entry(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, const char 
     Py_ssize_t key_end = p + 2 + d[p + 1];
     Py_ssize_t size, f, length, b;
     if (key_end + 2 > end || d[key_end] != 0x12 || !short_varint(d, key_end + 1, end, &size, &f)
-        || f + size != end || !is_ascii(d + p + 2, key_end - p - 2)) {
+        || f + size != end || !tfr_is_ascii(d + p + 2, key_end - p - 2)) {
         return 0;
     }
     Feature feature = {KIND_NONE, 0, 0, NULL};
@@ -1883,7 +1873,7 @@ values_list(const KeyColumns *key, int text)
     for (Py_ssize_t i = 0, at = 0; list != NULL && i < count; i++) {
         Py_ssize_t size = (Py_ssize_t)load_le64(sizes + 8 * i);
         const char *data = (const char *)blob + at;
-        PyObject *value = text ? PyUnicode_DecodeUTF8(data, size, NULL)
+        PyObject *value = text ? tfr_utf8_text((const uint8_t *)data, size)
                                : PyBytes_FromStringAndSize(data, size);
         if (value == NULL) {
             Py_CLEAR(list);

@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include <stdint.h>
+#include <string.h>
 
 /* Method tables of the other sources (each ends with {NULL}), added by PyInit__speedups. */
 
@@ -102,5 +103,37 @@ extern PyMethodDef tfr_spans_methods[];
 
 /* plan.c: add the type ExamplePlan to the module; -1 with an error set on failure. */
 int tfr_add_plan_type(PyObject *module);
+
+/* Whether p[0:size] is all ASCII (eight bytes at a time). */
+static inline int
+tfr_is_ascii(const uint8_t *p, Py_ssize_t size)
+{
+    uint64_t bits = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word;
+        memcpy(&word, p + i, 8);
+        bits |= word;
+    }
+    for (; i < size; i++) {
+        bits |= p[i];
+    }
+    return !(bits & 0x8080808080808080u);
+}
+
+/* The str of the UTF-8 bytes p[0:size] as PyUnicode_DecodeUTF8(p, size, NULL) gives it (NULL with
+ * UnicodeDecodeError when they are not strict UTF-8); an ASCII one is made by a single copy. */
+static inline PyObject *
+tfr_utf8_text(const uint8_t *p, Py_ssize_t size)
+{
+    if (!tfr_is_ascii(p, size)) {
+        return PyUnicode_DecodeUTF8((const char *)p, size, NULL);
+    }
+    PyObject *text = PyUnicode_New(size, 127);
+    if (text != NULL && size) {
+        memcpy(PyUnicode_DATA(text), p, (size_t)size);
+    }
+    return text;
+}
 
 #endif

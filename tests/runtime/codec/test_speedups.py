@@ -980,6 +980,28 @@ def test_text_keys_give_their_values_as_str_when_all_are_utf8(sp: accel.Speedups
     assert scans[0].texts == texts and scans[0].strings == []
 
 
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 15, 16, 17, 40])
+def test_text_values_are_strict_utf8_wherever_a_non_ascii_byte_lies(
+    sp: accel.Speedups, size: int
+) -> None:
+    """ASCII values are copied into str eight bytes at a time; a value with any other byte (at any
+    position of a word or of the tail) is decoded as strict UTF-8, or refused with the batch."""
+    plain = "".join(chr(32 + (i * 7) % 95) for i in range(size)) + "\x00"
+    texts = [plain] + [plain[:at] + "é" + plain[at:] for at in range(size + 1)]
+    example = proto.Example(features=pb_features({"t": (1, [t.encode() for t in texts])}))
+    (*_, decoded), _ = sp.scan_batch(
+        [example.SerializeToString()], (b"t", b"x"), (), None, None, (b"t",)
+    )
+    assert decoded == texts and all(type(t) is str for t in decoded)
+    for at in range(size + 1):
+        broken = plain.encode()[:at] + b"\xff" + plain.encode()[at:]
+        bad = proto.Example(features=pb_features({"t": (1, [plain.encode(), broken])}))
+        (*_, raw), _ = sp.scan_batch(
+            [bad.SerializeToString()], (b"t", b"x"), (), None, None, (b"t",)
+        )
+        assert raw == [plain.encode(), broken]  # bytes: the caller refuses them
+
+
 def test_scan_batch_rejects_keys_that_are_not_bytes(sp: accel.Speedups) -> None:
     with pytest.raises(TypeError, match="scan_batch: key 1 is a str, not bytes"):
         sp.scan_batch([b""], (b"a", "b"))  # type: ignore[arg-type]
