@@ -33,7 +33,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -173,21 +173,20 @@ def scan_keys(
         for kinds, counts, ints, floats, strings in speedups.scan_batch(
             data, tuple(keys), tuple(joined), unrequested, irregular, tuple(texts)
         ):
-            scan = KeyScan(
+            numbers = (
                 np.frombuffer(kinds, np.uint8),
                 np.frombuffer(counts, "<i8").astype(np.int64, copy=False),
                 np.frombuffer(memoryview(ints), "<i8").astype(np.int64, copy=False),
                 np.frombuffer(memoryview(floats), "<f4").astype(np.float32, copy=False),
-                [],
             )
             if isinstance(strings, tuple):
                 blob, sizes = strings
                 sizes_array = np.frombuffer(memoryview(sizes), "<i8").astype(np.int64, copy=False)
-                scan = replace(scan, blob=memoryview(blob), sizes=sizes_array)
+                scan = KeyScan(*numbers, [], memoryview(blob), sizes_array)
             elif strings and type(strings[0]) is str:
-                scan = replace(scan, texts=strings)
+                scan = KeyScan(*numbers, [], texts=strings)
             else:
-                scan = replace(scan, strings=cast("list[bytes]", strings))
+                scan = KeyScan(*numbers, cast("list[bytes]", strings))
             scans.append(scan)
         return scans
     requested = set(keys)
