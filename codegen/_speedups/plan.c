@@ -904,7 +904,7 @@ static int
 join_steps(const Op *op, const Found *item, Joined *joined, Py_ssize_t record)
 {
     Py_ssize_t steps = 0;
-    if (item->kind) {
+    if (item->kind && item->size) {
         size_t room = steps_room(op, item->size);
         if (joined->capacity - joined->used < room) {
             size_t capacity = joined->capacity + (joined->capacity >> 1);
@@ -925,7 +925,7 @@ join_steps(const Op *op, const Found *item, Joined *joined, Py_ssize_t record)
         }
         joined->used += (size_t)steps * (size_t)op->inner * (size_t)op->elsize;
     }
-    else if (!op->optional) {
+    else if (!item->kind && !op->optional) {
         return PASSED;
     }
     joined->steps[record] = steps;
@@ -940,7 +940,7 @@ joined_array(Op *op, const Joined *joined)
     memcpy(dims + 1, op->dims + 1, sizeof(npy_intp) * (size_t)op->rank);
     dims[0] = (npy_intp)(joined->used / ((size_t)op->inner * (size_t)op->elsize));
     PyObject *array = new_array(op, op->rank + 1, dims);
-    if (array != NULL) {
+    if (array != NULL && joined->used) {
         memcpy(PyArray_DATA((PyArrayObject *)array), joined->values,
                (size_t)PyArray_NBYTES((PyArrayObject *)array));
     }

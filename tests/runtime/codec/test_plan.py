@@ -584,7 +584,12 @@ def test_a_batch_reads_spans_in_place(sequence_decoders: SequenceDecoders) -> No
 
 
 def test_an_empty_batch_has_no_values(sequence_decoders: SequenceDecoders) -> None:
-    parts = sequence_decoders.plan.batch([])
+    """No records, and records whose lists have no steps, by a new plan (no buffers kept yet)."""
+    fresh = SequenceDecoders()
+    rng = np.random.default_rng(9)
+    stepless = [sequence_bytes(rng, absent=0.5, steps=(0, 1)) for _ in range(5)]
+    assert batch_agrees(fresh, stepless, stepless)
+    parts = SequenceDecoders().plan.batch([])
     assert parts is not None
     for position, part in enumerate(parts):
         if position < len(CONTEXT):
