@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple, cast
+from typing import Any, Generic, NamedTuple, cast
 
 import apache_beam as beam
 
@@ -42,14 +42,23 @@ def _record_of(element: object, record: type[R]) -> R:
     )
 
 
-def _encode(element: object, record: type[R]) -> Iterator[object]:
-    """The element's Example bytes, or a :class:`DeadLetter` tagged ``dead_letter``."""
-    try:
-        data = _record_of(element, record).encode()
-    except RecordError as exc:
-        yield beam.pvalue.TaggedOutput(DEAD_LETTER, DeadLetter(element, str(exc)))
-        return
-    yield data
+class _Encode(Generic[R]):
+    """The element's Example bytes, or a :class:`DeadLetter` tagged ``dead_letter``.
+
+    A callable holding the record class rather than a function taking it as a side argument:
+    Beam (2.78) type-checks side arguments against their hints and refuses a class for ``type[R]``.
+    """
+
+    def __init__(self, record: type[R]) -> None:
+        self._record = record
+
+    def __call__(self, element: object) -> Iterator[object]:
+        try:
+            data = _record_of(element, self._record).encode()
+        except RecordError as exc:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, DeadLetter(element, str(exc)))
+            return
+        yield data
 
 
 class EncodeRecords(beam.PTransform):  # type: ignore[misc]
@@ -67,6 +76,6 @@ class EncodeRecords(beam.PTransform):  # type: ignore[misc]
         self._record: type[Any] = record
 
     def expand(self, elements: Any) -> Any:
-        return elements | "Encode" >> beam.FlatMap(_encode, self._record).with_outputs(
+        return elements | "Encode" >> beam.FlatMap(_Encode(self._record)).with_outputs(
             DEAD_LETTER, main=RECORDS
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic
 
 import apache_beam as beam
 
@@ -103,9 +103,19 @@ class ReadDataset(beam.PTransform):  # type: ignore[misc]
             begin
             | "Shards" >> beam.Create(shards)
             | "SpreadShards" >> beam.Reshuffle()
-            | "ReadShards"
-            >> beam.FlatMap(_read_shard, self._record).with_output_types(self._record)
+            | "ReadShards" >> beam.FlatMap(_ReadShard(self._record)).with_output_types(self._record)
         )
+
+
+class _ReadShard(Generic[R]):
+    """:func:`_read_shard` for one record class (Beam 2.78 refuses a class as a side argument
+    hinted ``type[R]``)."""
+
+    def __init__(self, record: type[R]) -> None:
+        self._record = record
+
+    def __call__(self, shard: _Shard) -> Iterator[R]:
+        return _read_shard(shard, self._record)
 
 
 def _read_shard(shard: _Shard, record: type[R]) -> Iterator[R]:
