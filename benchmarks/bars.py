@@ -7,7 +7,7 @@ best-practice pipeline and against the single-threaded ``Dataset`` over 4 shards
 64 MB: steady state), the single-threaded ``Dataset`` against the limit of reading its file
 (``Workload.limit_bar``), a PyTorch DataLoader with 2 persistent workers against the single-threaded
 ``Dataset`` over the same shards (``Workload.workers_bar``), the
-writer against ``tf.io.TFRecordWriter``, gzip writing and reading through ISA-L against the
+writer against ``tf.io.TFRecordWriter``, gzip writing (ISA-L) and reading (libdeflate) against the
 standard library's zlib, the ``Dataset`` over shards in a local S3 server against s3fs reading their
 bytes, ``to_arrow``'s cost over ``decode_batch``, ``encode_batch`` against
 per-record encoding, ``convert`` against a pyarrow baseline, and on the JPEG workload the
@@ -78,8 +78,8 @@ REPORT_MEMORY_SLACK = 32_000_000
 GZIP_WRITE_VS_STDLIB = 4.0
 """``write_tfrecord`` of a gzip file through ISA-L against the standard library's zlib, same records."""
 GZIP_READ_VS_STDLIB = 1.8
-"""Reading a gzip file's records through ISA-L (sized members inflated in 2 threads) against the standard library's
-zlib (sequential), same file (as ``write_tfrecord`` writes it)."""
+"""Reading a gzip file's records with the accelerated deflate (sized members read and inflated by libdeflate in
+worker threads) against the standard library's zlib (sequential), same file (as ``write_tfrecord`` writes it)."""
 S3_DATASET_VS_RAW = 0.8
 """The ``Dataset`` over 4 shards in a local S3 server against s3fs reading the same objects' bytes alone."""
 

@@ -405,6 +405,17 @@ class TFRecordReader:
                 f" {os.getpid()} after fork(): the processes share its file position, so neither"
                 " would read the file whole; open a reader in each process"
             )
+        if not available and isinstance(self._source, MemberInflater):
+            # The inflater's bytes become the buffer when it hands them over (no copy).
+            piece = self._source.take()
+            if piece is not None:
+                self._base += pos
+                self._buf, self._pos = piece, 0
+                if not piece:
+                    self._eof = True
+                if len(piece) >= needed or not piece:
+                    return len(piece)
+                buf, pos, available = piece, 0, len(piece)
         # A new buffer (from the accelerator's pool, when it is built) starts with the bytes kept;
         # it doubles when the stream fills it, so it is never much larger than the data read (a
         # declared length costs nothing until the data is there).
