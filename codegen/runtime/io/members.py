@@ -76,11 +76,10 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-INFLATE_THREADS = max(1, min(3, _cores() - 1))
-"""Worker threads a :class:`MemberInflater` inflates members in: one core fewer than the process
-has (the reader's thread frames and checks records on the other), one at least and three at most
-(three libdeflate threads make more than a reader frames). On two cores, a second inflating thread
-would take turns with the reader's on a core (measured: slower than one)."""
+INFLATE_THREADS = max(1, min(4, _cores()))
+"""Worker threads a :class:`MemberInflater` reads and inflates members in: as many as the cores this
+process may use, four at most. The reader's thread only frames and checks records, which takes
+less time than inflating, so it shares a core with them."""
 _AHEAD = max(4, 2 * INFLATE_THREADS)  # members (or pieces) made ahead of the one being read
 # A member is read whole, and its bytes inflated into a buffer of the size its trailer declares,
 # before anything checks them: a member declared larger than this, or whose trailer declares more
