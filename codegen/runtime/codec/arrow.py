@@ -40,6 +40,7 @@ from codegen.dtypes import DTYPES, DType, Kind
 from codegen.errors import RecordError
 from codegen.runtime.codec.columns import Masked, Ragged
 from codegen.runtime.codec.features import Codec
+from codegen.runtime.codec.images import EncodedImage
 from codegen.runtime.codec.sequences import SequenceCodec
 from codegen.runtime.codec.tensors import RawTensor
 from codegen.runtime.extras import optional_module
@@ -113,7 +114,10 @@ def column_form(codec: Codec[Any] | SequenceCodec[Any]) -> ColumnForm:
     """The :class:`ColumnForm` of a feature's (or feature list's) batch column."""
     if isinstance(codec, SequenceCodec):
         return ColumnForm(codec.name, codec.key, codec.dtype, (None, *codec.shape), False, False)
-    arrays = isinstance(codec, RawTensor) and None in codec.shape[1:]
+    # A raw tensor with a null dimension after its first, or an image of any size: a list of arrays.
+    arrays = (isinstance(codec, RawTensor) and None in codec.shape[1:]) or (
+        isinstance(codec, EncodedImage) and None in codec.shape
+    )
     return ColumnForm(
         codec.name, codec.key, codec.dtype, tuple(codec.shape), codec.optional, arrays
     )

@@ -577,3 +577,32 @@ def test_export_arrow_refuses_a_bad_node_and_keeps_nothing(node: Any, error: str
         deep = (0, 0, (), (deep,))
     with pytest.raises(ValueError, match="nested too deep"):
         sp.export_arrow(deep)
+
+
+def test_images_of_any_size_are_a_struct_of_shapes_and_data(pa: Any, tmp_path: Path) -> None:
+    """An encoded image with a ``null`` dimension decodes to a list of arrays, as a raw tensor of any size does:
+    its Arrow column is the same struct of each image's shape and its flat pixels, and comes back the same."""
+    text = (
+        "version: 1\nrecords:\n  Shot:\n    features:\n"
+        "      photo: {dtype: uint8, shape: [null, null, 3], encoding: png}\n"
+        "      mask: {dtype: uint8, shape: [4, null, 1], encoding: png, optional: true}\n"
+    )
+    cls: Any = generate_module(text, "arrow_shots", tmp_path).Shot
+    rng = np.random.default_rng(3)
+    records = [
+        cls(
+            photo=rng.integers(0, 256, (1 + i, 2 + i, 3), dtype=np.uint8),
+            mask=None if i == 1 else rng.integers(0, 256, (4, 1 + i, 1), dtype=np.uint8),
+        )
+        for i in range(3)
+    ]
+    batch = cls.decode_batch([r.encode() for r in records])
+    table = batch.to_arrow()
+    assert table.schema.field("photo").type == pa.struct(
+        [pa.field("shape", pa.list_(pa.int64(), 3)), pa.field("data", pa.large_list(pa.uint8()))]
+    )
+    assert table.column("photo").field("shape").to_pylist() == [[1, 2, 3], [2, 3, 3], [3, 4, 3]]
+    assert table.column("mask").null_count == 1
+    back = type(batch).from_arrow(table)
+    assert [p.tolist() for p in back.photo] == [r.photo.tolist() for r in records]
+    assert cls.encode_batch(table) == [r.encode() for r in records]
