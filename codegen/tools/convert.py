@@ -9,6 +9,9 @@ chooses the writer's options per column); Parquet is read a batch of rows at a t
 of rows, from Parquet) whatever the size of the data. The output appears whole or not at all (a temporary file
 renamed at the end).
 
+The Parquet columns are the record's Arrow columns, but for encoded images (their encoded bytes) and byte tensors
+(binary values): see :mod:`codegen.tools.parquet_layout`.
+
 The Parquet file's schema metadata names the record's schema (module, record, version, fingerprint, canonical
 form: :func:`~codegen.runtime.codec.arrow.arrow_schema`) and, when the input was a dataset, its manifest
 (``tfr.manifest``). Converting Parquet back checks that metadata: data written with another schema must be
@@ -18,11 +21,12 @@ column by column only.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.generator.load import load_schema
@@ -39,7 +43,9 @@ from codegen.runtime.codec.arrow import (
     to_arrow,
 )
 from codegen.runtime.codec.batch import BatchCodec
+from codegen.runtime.codec.columns import Masked
 from codegen.runtime.codec.encode import BatchEncoder
+from codegen.runtime.codec.images import EncodedImage
 from codegen.runtime.data.manifest import load_manifest
 from codegen.runtime.data.schemainfo import SchemaInfo, check_readable
 from codegen.runtime.data.shards import write_dataset
@@ -50,6 +56,16 @@ from codegen.runtime.io.reader import DEFAULT_MAX_RECORD_BYTES
 from codegen.runtime.io.urls import StorageOptions
 from codegen.runtime.io.writer import AtomicFile, TFRecordWriter, open_output
 from codegen.tools.dynamic import DynamicRecord, select_record
+from codegen.tools.parquet_layout import (
+    ENCODED,
+    LAYOUT,
+    byte_tensor,
+    encoded_images,
+    pack,
+    parquet_field,
+    stored_record,
+    unpack,
+)
 from codegen.tools.parquet_sink import ParquetSink, writer_options
 from codegen.tools.progress import Progress
 from codegen.tools.scan import Scanner, expand_inputs
@@ -81,33 +97,94 @@ class Converted:
     bytes: int
 
 
-class Converter:
-    """The record ``name`` (or the only one) of the schema file at ``schema_path``, with its Arrow schema."""
+class Side:
+    """One way of reading and writing a record's columns: its codecs (a :class:`DynamicRecord`), its Arrow
+    schema and its column encoder."""
 
-    def __init__(self, schema_path: str, name: str | None) -> None:
-        schema = load_schema(Path(schema_path))
-        ir = select_record(schema, name)
-        self.record = DynamicRecord(ir)
-        codecs = (*self.record.codecs, *self.record.sequence_codecs)
-        self.info = SchemaInfo(
-            schema.module, ir.name, schema.version, schema.fingerprint, schema.canonical
+    def __init__(self, record: DynamicRecord, schema: ArrowSchema) -> None:
+        self.record = record
+        codecs = (*record.codecs, *record.sequence_codecs)
+        self.arrow = dataclasses.replace(
+            schema, forms=tuple(column_form(codec) for codec in codecs)
         )
-        self.arrow = ArrowSchema(
-            schema.module,
-            ir.name,
-            schema.version,
-            schema.fingerprint,
-            schema.canonical,
-            tuple(column_form(codec) for codec in codecs),
-        )
-
         self.batch_encoder = BatchEncoder(
-            self.record.codecs, self.record.sequence_codecs if self.record.is_sequence else None
+            record.codecs, record.sequence_codecs if record.is_sequence else None
         )
 
     @property
     def batch_codec(self) -> BatchCodec:
         return self.record.batch_codec
+
+
+class Converter:
+    """The record ``name`` (or the only one) of the schema file at ``schema_path``, with its Arrow schema.
+
+    ``pixels`` reads and writes the record's columns as its class does; ``stored`` reads and writes each encoded
+    image as the bytes it is stored as (the same as ``pixels`` for a record without encoded images), which is how
+    Parquet holds them (:mod:`codegen.tools.parquet_layout`).
+    """
+
+    def __init__(self, schema_path: str, name: str | None) -> None:
+        schema = load_schema(Path(schema_path))
+        ir = select_record(schema, name)
+        self.info = SchemaInfo(
+            schema.module, ir.name, schema.version, schema.fingerprint, schema.canonical
+        )
+        identity = ArrowSchema(
+            schema.module, ir.name, schema.version, schema.fingerprint, schema.canonical, ()
+        )
+        self.pixels = Side(DynamicRecord(ir), identity)
+        self.images = encoded_images(ir)
+        self.stored = (
+            Side(DynamicRecord(stored_record(ir)), identity) if self.images else self.pixels
+        )
+        by_name = {codec.name: codec for codec in self.pixels.record.codecs}
+        self.image_codecs = tuple(cast("EncodedImage", by_name[name]) for name in self.images)
+
+    @property
+    def record(self) -> DynamicRecord:
+        return self.pixels.record
+
+    @property
+    def arrow(self) -> ArrowSchema:
+        return self.pixels.arrow
+
+    @property
+    def batch_codec(self) -> BatchCodec:
+        return self.pixels.batch_codec
+
+    @property
+    def batch_encoder(self) -> BatchEncoder:
+        return self.pixels.batch_encoder
+
+    def parquet_schema(self, pa: Any) -> Any:
+        """The Parquet file's schema: the stored columns' Arrow schema, each encoded image and byte tensor marked
+        (and a byte tensor's type packed)."""
+        schema = arrow_schema(self.stored.arrow)
+        fields = [
+            parquet_field(pa, field, form, form.name in self.images)
+            for field, form in zip(schema, self.pixels.arrow.forms, strict=True)
+        ]
+        return pa.schema(fields, metadata=schema.metadata)
+
+    def bad_image(self, columns: Sequence[Any]) -> tuple[int, RecordError] | None:
+        """The row of the first encoded image in ``columns`` (the stored side's) whose header does not fit its
+        feature (:meth:`~codegen.runtime.codec.images.EncodedImage.check_header`), and why; ``None`` when
+        every image fits."""
+        names = [form.name for form in self.stored.arrow.forms]
+        for codec in self.image_codecs:
+            column = columns[names.index(codec.name)]
+            present = None
+            if isinstance(column, Masked):
+                present, column = column.present, column.values
+            for row, blob in enumerate(column):
+                if present is not None and not present[row]:
+                    continue
+                try:
+                    codec.check_header(blob)
+                except RecordError as exc:
+                    return row, exc
+        return None
 
 
 def _inputs(
@@ -149,10 +226,17 @@ def tfrecord_to_parquet(
     paths, manifest, tfrecord_compression = _inputs(
         inputs, converter, tfrecord_compression, storage_options
     )
-    schema = arrow_schema(converter.arrow)
+    schema = converter.parquet_schema(pa)
     if manifest is not None:
         schema = schema.with_metadata({**schema.metadata, MANIFEST: manifest})
-    codec = converter.batch_codec
+    stored = converter.stored
+    codec = stored.batch_codec
+    # The columns stored otherwise than their Arrow form: byte tensors, packed into binary values.
+    packed = [
+        (index, schema.field(index).type)
+        for index, form in enumerate(converter.arrow.forms)
+        if byte_tensor(form) and form.name not in converter.images
+    ]
     records = 0
     scanner = Scanner(
         paths,
@@ -180,9 +264,17 @@ def tfrecord_to_parquet(
                     try:
                         columns = codec.decode(batch.records)
                     except RecordError:
-                        columns = _decode_each(converter, batch)
-                    table = to_arrow(converter.arrow, columns)
-                    pending.append(pa.RecordBatch.from_arrays(table.columns, schema=schema))
+                        columns = _decode_each(stored, batch)
+                    bad = converter.bad_image(columns)
+                    if bad is not None:
+                        item = batch.item(bad[0])
+                        raise DataError(
+                            str(bad[1]), path=item.path, index=item.index, offset=item.offset
+                        )
+                    arrays = to_arrow(stored.arrow, columns).columns
+                    for index, kind in packed:
+                        arrays[index] = pack(pa, arrays[index], kind)
+                    pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
                     pending_rows += len(batch)
                     pending_bytes += sum(map(len, batch.records))
                     records += len(batch)
@@ -198,17 +290,17 @@ def tfrecord_to_parquet(
     return Converted(records, file_size(output, storage_options=storage_options))
 
 
-def _decode_each(converter: Converter, batch: Any) -> tuple[Any, ...]:
+def _decode_each(side: Side, batch: Any) -> tuple[Any, ...]:
     """Decode the records of a batch one by one: the first that does not decode raises a
     :class:`DataError` naming its file, index and offset."""
     for item in batch:
         try:
-            converter.record.decode(item.data)
+            side.record.decode(item.data)
         except RecordError as exc:
             raise DataError(
                 str(exc), path=item.path, index=item.index, offset=item.offset
             ) from None
-    return converter.batch_codec.decode(batch.records)
+    return side.batch_codec.decode(batch.records)
 
 
 def _parquet_schema_check(
@@ -288,6 +380,7 @@ def _parquet_records(
 ) -> Iterator[bytes]:
     """The serialized records of Parquet files (paths or globs), after checking the schema in their metadata,
     read a batch of ``batch_rows`` rows at a time (with a progress bar on ``progress``)."""
+    pa = optional_module("pyarrow", "tfr-gen convert")
     pq = optional_module("pyarrow.parquet", "tfr-gen convert")
     paths = expand_inputs(inputs, storage_options)
     with ExitStack() as opened:
@@ -304,9 +397,14 @@ def _parquet_records(
         names = [form.name for form in converter.arrow.forms]
         records = 0
         for path, file in zip(paths, files, strict=True):
+            side = _side(pa, converter, file.schema_arrow)
+            types = {field.name: field.type for field in arrow_schema(side.arrow)}
+            unpacked = [form.name for form in side.arrow.forms if byte_tensor(form)]
             start = 0
             for table in file.iter_batches(batch_size=batch_rows, columns=names):
-                yield from _encoded_rows(converter, table, path, start)
+                if unpacked:
+                    table = _unpacked(pa, table, unpacked, types, path, start)
+                yield from _encoded_rows(converter, side, table, path, start)
                 start += table.num_rows
                 records += table.num_rows
                 if bar is not None:
@@ -315,22 +413,64 @@ def _parquet_records(
             bar.clear()
 
 
-def _encoded_rows(converter: Converter, table: Any, path: str, start: int) -> list[bytes]:
+def _side(pa: Any, converter: Converter, schema: Any) -> Side:
+    """How to read a Parquet file's columns: with its encoded images as bytes (``stored``) when it holds them so
+    (:mod:`~codegen.tools.parquet_layout`), else as pixels (nested lists, as earlier versions wrote them)."""
+    for name in converter.images:
+        index = schema.get_field_index(name)
+        if index < 0:
+            continue
+        field = schema.field(index)
+        metadata = field.metadata or {}
+        kind = field.type
+        if (
+            metadata.get(LAYOUT) == ENCODED
+            or pa.types.is_binary(kind)
+            or pa.types.is_large_binary(kind)
+        ):
+            return converter.stored
+    return converter.pixels
+
+
+def _unpacked(
+    pa: Any, table: Any, names: Sequence[str], types: dict[str, Any], path: str, start: int
+) -> Any:
+    """``table`` with its byte tensor columns (``names``) in their Arrow form (:func:`~codegen.tools.parquet_layout.
+    unpack`): binary values or nested lists, whichever the file holds."""
+    arrays = list(table.columns)
+    for name in names:
+        index = table.schema.get_field_index(name)
+        if index < 0:
+            continue  # (from_arrow names it)
+        try:
+            arrays[index] = unpack(pa, arrays[index], types[name], f"column {name!r}", start)
+        except RecordError as exc:
+            raise TfrGenError(f"{path}: {exc}") from None
+    return pa.RecordBatch.from_arrays(arrays, names=table.schema.names)
+
+
+def _encoded_rows(
+    converter: Converter, side: Side, table: Any, path: str, start: int
+) -> list[bytes]:
     """The serialized records of one Arrow batch read from ``path`` at row ``start``: a column at a time when
     the columns allow (:class:`~codegen.runtime.codec.encode.BatchEncoder`), else record by record, which names
     the first row that does not encode."""
-    record = converter.record
+    record = side.record
     try:
-        columns = from_arrow(record.name, converter.arrow.forms, table)
-        size = converter.batch_codec.check(columns)
+        columns = from_arrow(record.name, side.arrow.forms, table)
+        size = side.batch_codec.check(columns)
     except RecordError as exc:
         raise TfrGenError(f"{path}: rows from {start}: {exc}") from None
-    encoded = converter.batch_encoder.encode(columns, size)
+    if side is not converter.pixels:
+        bad = converter.bad_image(columns)
+        if bad is not None:
+            raise TfrGenError(f"{path}: row {start + bad[0]}: {bad[1]}")
+    encoded = side.batch_encoder.encode(columns, size)
     if encoded is not None:
         return encoded
     encode = record.encode
     out = []
-    for index, values in enumerate(converter.batch_codec.rows(columns)):
+    for index, values in enumerate(side.batch_codec.rows(columns)):
         try:
             out.append(encode(dict(zip(record.names, values, strict=True))))
         except RecordError as exc:

@@ -20,7 +20,9 @@ import queue
 import threading
 from typing import Any
 
-__all__ = ["QUEUED", "ParquetSink", "dictionary_columns", "writer_options"]
+from codegen.tools.parquet_layout import LAYOUT
+
+__all__ = ["QUEUED", "ParquetSink", "dictionary_columns", "statistics_columns", "writer_options"]
 
 QUEUED = 1
 """Row groups waiting for the writing thread at most (one more is being written, one more being gathered)."""
@@ -86,7 +88,8 @@ class ParquetSink:
 
 def dictionary_columns(pa: Any, schema: Any) -> list[str]:
     """The Parquet column paths of ``schema``'s leaves that dictionary encoding pays for: strings, bytes and
-    integers of at most 16 bits (paths as pyarrow names them: ``list.element`` for a list level)."""
+    integers of at most 16 bits (paths as pyarrow names them: ``list.element`` for a list level), but not the
+    binary values of a field with a ``tfr.layout`` (encoded images and byte tensors: each value its own)."""
     paths: list[str] = []
 
     def walk(kind: Any, path: str) -> None:
@@ -108,10 +111,26 @@ def dictionary_columns(pa: Any, schema: Any) -> list[str]:
             paths.append(path)
 
     for field in schema:
-        walk(field.type, field.name)
+        if not _laid_out(field):
+            walk(field.type, field.name)
     return paths
+
+
+def _laid_out(field: Any) -> bool:
+    """Whether ``field`` holds encoded images or byte tensors (see :mod:`codegen.tools.parquet_layout`)."""
+    return bool(field.metadata) and LAYOUT in field.metadata
+
+
+def statistics_columns(pa: Any, schema: Any) -> list[str] | bool:
+    """The fields whose Parquet columns keep statistics: all but those of encoded images and byte tensors, whose
+    minimum and maximum (whole images compared byte by byte) tell a reader nothing (``True``: all)."""
+    kept = [field.name for field in schema if not _laid_out(field)]
+    return True if len(kept) == len(schema) else kept
 
 
 def writer_options(pa: Any, schema: Any) -> dict[str, Any]:
     """``ParquetWriter`` options for a record's columns (see the module docstring)."""
-    return {"use_dictionary": dictionary_columns(pa, schema) or False, "write_statistics": True}
+    return {
+        "use_dictionary": dictionary_columns(pa, schema) or False,
+        "write_statistics": statistics_columns(pa, schema),
+    }

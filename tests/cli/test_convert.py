@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any
 from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -216,3 +217,152 @@ def test_max_record_bytes_limits_the_records_read(pq: Any, tmp_path: Path) -> No
     assert (code, err.count("error")) == (0, 0)
     assert pq.read_table(tmp_path / "c.parquet").num_rows == 3
     assert run_cli(*args, "0", cwd=tmp_path)[0] == 2  # a usage error
+
+
+PICTURES = """\
+version: 1
+records:
+  Picture:
+    features:
+      label: {dtype: int64}
+      photo: {key: image/encoded, dtype: uint8, shape: [8, 12, 3], encoding: jpeg, quality: 90}
+      mask: {dtype: uint8, shape: [null, null, 1], encoding: png, optional: true}
+      any: {dtype: uint8, shape: [null, null, null], encoding: image, optional: true}
+      pixels: {dtype: uint8, shape: [4, 4], encoding: raw}
+      rows: {dtype: int8, shape: [null, 3]}
+"""
+
+
+@pytest.fixture(scope="module")
+def pictures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    directory = tmp_path_factory.mktemp("pictures")
+    path = directory / "pictures.yaml"
+    path.write_text(PICTURES, encoding="utf-8")
+    return path, generate_module(PICTURES, "convert_pictures", directory).Picture
+
+
+def _pictures(cls: Any, count: int) -> list[Any]:
+    rng = np.random.default_rng(7)
+    return [
+        cls(
+            label=i,
+            photo=rng.integers(0, 256, (8, 12, 3), dtype=np.uint8),
+            mask=None if i % 3 == 0 else rng.integers(0, 2, (5, 1 + i, 1), dtype=np.uint8),
+            any=None if i % 2 else rng.integers(0, 256, (3, 2, 4), dtype=np.uint8),
+            pixels=rng.integers(0, 256, (4, 4), dtype=np.uint8),
+            rows=rng.integers(-128, 128, (i % 4, 3), dtype=np.int8),
+        )
+        for i in range(count)
+    ]
+
+
+def test_encoded_images_go_to_parquet_as_their_bytes_and_come_back_the_same(
+    pictures: tuple[Path, Any], pa: Any, pq: Any, tmp_path: Path
+) -> None:
+    """JPEG and PNG images are stored as the bytes the TFRecord holds (not decoded, not encoded again: a JPEG
+    decoded and encoded again has other pixels), byte tensors as binary values; both marked in the field metadata,
+    neither dictionary-encoded. The round trip gives the same file."""
+    schema, cls = pictures
+    records = _pictures(cls, 12)
+    cls.write_tfrecord(tmp_path / "p.tfrecord", records)
+    assert run_cli("convert", str(schema), "p.tfrecord", "p.parquet", cwd=tmp_path)[0] == 0
+    file = pq.ParquetFile(tmp_path / "p.parquet")
+    fields = {field.name: field for field in file.schema_arrow}
+    assert fields["photo"].type == pa.binary() and fields["mask"].type == pa.binary()
+    assert fields["pixels"].type == pa.binary(16)
+    assert fields["rows"].type == pa.large_list(pa.binary(3))
+    layouts = {name: (field.metadata or {}).get(b"tfr.layout") for name, field in fields.items()}
+    assert layouts == {
+        "label": None,
+        "photo": b"encoded",
+        "mask": b"encoded",
+        "any": b"encoded",
+        "pixels": b"bytes",
+        "rows": b"bytes",
+    }
+    table = file.read()
+    stored = [cls.decode(data) for data in read_tfrecord(tmp_path / "p.tfrecord")]
+    assert [
+        np.frombuffer(b, np.uint8).reshape(4, 4).tolist() for b in table["pixels"].to_pylist()
+    ] == [r.pixels.tolist() for r in stored]
+    assert all(blob.startswith(b"\xff\xd8\xff") for blob in table["photo"].to_pylist())
+    assert table["mask"].null_count == 4 and table["any"].null_count == 6
+    group = file.metadata.row_group(0)
+    encodings = {
+        group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)
+    }
+    assert (
+        "PLAIN_DICTIONARY" not in encodings["photo"] and "RLE_DICTIONARY" not in encodings["photo"]
+    )
+    code, _, err = run_cli("convert", str(schema), "p.parquet", "back.tfrecord", cwd=tmp_path)
+    assert code == 0, err
+    assert (tmp_path / "back.tfrecord").read_bytes() == (tmp_path / "p.tfrecord").read_bytes()
+
+
+def test_parquet_with_pixels_as_lists_converts_back_encoding_them(
+    pictures: tuple[Path, Any], pa: Any, pq: Any, tmp_path: Path
+) -> None:
+    """Parquet holding images as their pixels and byte tensors as nested lists (``Batch.to_arrow``, as earlier
+    versions wrote it and other tools may) converts back: the pixels are encoded by the feature's encoding."""
+    schema, cls = pictures
+    records = _pictures(cls, 6)
+    batch = cls.decode_batch([record.encode() for record in records])
+    pq.write_table(pa.Table.from_batches([batch.to_arrow()]), tmp_path / "lists.parquet")
+    code, _, err = run_cli("convert", str(schema), "lists.parquet", "back.tfrecord", cwd=tmp_path)
+    assert code == 0, err
+    back = [cls.decode(data) for data in read_tfrecord(tmp_path / "back.tfrecord")]
+    decoded = [cls.decode(record.encode()) for record in records]
+    for got, want in zip(back, decoded, strict=True):
+        assert (
+            got.pixels.tolist() == want.pixels.tolist() and got.rows.tolist() == want.rows.tolist()
+        )
+        assert (got.mask is None) == (want.mask is None)
+        if want.mask is not None:
+            assert got.mask.tolist() == want.mask.tolist()  # PNG: lossless
+        assert got.photo.shape == want.photo.shape
+
+
+def test_images_and_byte_tensors_that_do_not_fit_are_refused_by_row(
+    pictures: tuple[Path, Any], pa: Any, pq: Any, tmp_path: Path
+) -> None:
+    schema, cls = pictures
+    cls.write_tfrecord(tmp_path / "p.tfrecord", _pictures(cls, 4))
+    assert run_cli("convert", str(schema), "p.tfrecord", "p.parquet", cwd=tmp_path)[0] == 0
+    table = pq.read_table(tmp_path / "p.parquet")
+    png = table["mask"].to_pylist()[1]
+    wrong = {
+        "photo": (2, png, "expected a jpeg image, found png"),
+        "pixels": (
+            3,
+            b"\x00" * 15,
+            "column 'pixels': a binary value of 15 bytes, where a tensor of shape [4, 4] has 16",
+        ),
+    }
+    for column, (row, value, message) in wrong.items():
+        values = table[column].to_pylist()
+        values[row] = value
+        field = table.schema.field(column).with_type(pa.large_binary())
+        broken = table.set_column(
+            table.schema.get_field_index(column), field, pa.array(values, pa.large_binary())
+        )
+        pq.write_table(broken, tmp_path / "bad.parquet")
+        code, _, err = run_cli("convert", str(schema), "bad.parquet", "bad.tfrecord", cwd=tmp_path)
+        assert code == 2, err
+        assert f"bad.parquet: row {row}: " in err and message in err, err
+        assert not (tmp_path / "bad.tfrecord").exists()
+    # an image of another size than declared, in a TFRecord file: named by record and offset, nothing written
+    first = cls.decode(next(iter(read_tfrecord(tmp_path / "p.tfrecord"))))
+    other = generate_module(
+        PICTURES.replace("[8, 12, 3]", "[9, 12, 3]"), "convert_pictures_9", tmp_path
+    ).Picture
+    kept = {name: getattr(first, name) for name in ("label", "mask", "any", "pixels", "rows")}
+    big = other(**kept, photo=np.zeros((9, 12, 3), np.uint8))
+    cls.write_tfrecord(tmp_path / "two.tfrecord", [first])
+    data = (tmp_path / "two.tfrecord").read_bytes()
+    other.write_tfrecord(tmp_path / "big.tfrecord", [big])
+    (tmp_path / "mixed.tfrecord").write_bytes(data + (tmp_path / "big.tfrecord").read_bytes())
+    code, _, err = run_cli("convert", str(schema), "mixed.tfrecord", "m.parquet", cwd=tmp_path)
+    assert code == 2, err
+    assert f"mixed.tfrecord: record 1 at byte offset {len(data)}:" in err
+    assert "the image of height 9 and width 12 does not fit the declared shape (8, 12, 3)" in err
+    assert not (tmp_path / "m.parquet").exists()

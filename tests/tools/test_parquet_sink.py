@@ -7,11 +7,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from codegen.tools import convert as convert_tool
 from codegen.tools.convert import Converter, tfrecord_to_parquet
-from codegen.tools.parquet_sink import ParquetSink, dictionary_columns
+from codegen.tools.parquet_sink import ParquetSink, dictionary_columns, statistics_columns
 from support.modules import generated_module
 from support.paths import SCHEMAS
 
@@ -107,6 +108,30 @@ def test_dictionary_encoding_only_where_it_pays(pa: Any, pq: Any, tmp_path: Path
     }
     assert dictionary == {"movie.list.element", "suggestion"}
     assert all(meta.column(i).statistics is not None for i in range(meta.num_columns))
+
+
+def test_byte_tensors_and_images_get_no_dictionary_and_no_statistics(
+    pa: Any, pq: Any, tmp_path: Path
+) -> None:
+    """Each value of a byte tensor or an encoded image is its own (a dictionary would only grow), and their
+    minimum and maximum say nothing: their columns are written plain and without statistics."""
+    raw: Any = generated_module("raw_image")
+    rng = np.random.default_rng(1)
+    records = [
+        raw.RawImage(label=i, image=rng.integers(0, 4, (2, 3, 3), dtype=np.uint8))
+        for i in range(40)
+    ]
+    raw.RawImage.write_tfrecord(tmp_path / "r.tfrecord", records)
+    converter = Converter(str(SCHEMAS / "raw_image.yaml"), "RawImage")
+    schema = converter.parquet_schema(pa)
+    assert dictionary_columns(pa, schema) == []
+    assert statistics_columns(pa, schema) == ["label"]
+    tfrecord_to_parquet(converter, [str(tmp_path / "r.tfrecord")], str(tmp_path / "r.parquet"))
+    meta = pq.ParquetFile(tmp_path / "r.parquet").metadata.row_group(0)
+    columns = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    assert set(columns) == {"label", "image.shape.list.element", "image.data"}
+    assert not any("DICTIONARY" in e for e in columns["image.data"].encodings)
+    assert columns["label"].is_stats_set and not columns["image.data"].is_stats_set
 
 
 def _files(module: Any, records: list[Any], directory: Path) -> list[str]:

@@ -44,6 +44,7 @@ __all__ = [
     "decode_many",
     "encode_image",
     "image_format",
+    "image_header",
 ]
 
 Image = npt.NDArray[np.uint8]
@@ -104,6 +105,23 @@ def decode_image(data: bytes, channels: int | None = None) -> Image:
                 return _png_pixels(image, channels)
     except (ValueError, OSError) as exc:
         raise RecordError(f"the {kind} image does not decode ({exc})") from None
+    raise RecordError(f"expected a JPEG or PNG image, found bytes starting {data[:8]!r}")
+
+
+def image_header(data: bytes) -> tuple[str, int, int]:
+    """The format (``jpeg`` or ``png``), height and width of the image ``data``, from its header (the pixels are not
+    decoded); :class:`RecordError` when the bytes are neither or the header does not read."""
+    kind = image_format(data)
+    try:
+        if kind == "jpeg":
+            height, width, *_ = _simplejpeg().decode_jpeg_header(data)
+            return kind, int(height), int(width)
+        if kind == "png":
+            with _pil().open(io.BytesIO(data)) as image:
+                width, height = image.size
+            return kind, int(height), int(width)
+    except (ValueError, OSError) as exc:
+        raise RecordError(f"the header of the {kind} image does not read ({exc})") from None
     raise RecordError(f"expected a JPEG or PNG image, found bytes starting {data[:8]!r}")
 
 
@@ -290,6 +308,23 @@ class EncodedImage(Codec[Image]):
                 f" shape {self.shape}"
             )
         return pixels
+
+    def check_header(self, blob: bytes) -> None:
+        """:class:`RecordError` unless ``blob`` is an image of this feature's encoding whose height and width fit
+        the declared shape, by its header (its pixels are not decoded: see :meth:`pixels`)."""
+        try:
+            kind, height, width = image_header(blob)
+        except RecordError as exc:
+            raise _naming(exc, self._where_key) from None
+        if self.encoding != "image" and kind != self.encoding:
+            raise RecordError(f"{self._where_key}: expected a {self.encoding} image, found {kind}")
+        if any(
+            d is not None and d != g for d, g in zip(self.shape[:2], (height, width), strict=True)
+        ):
+            raise RecordError(
+                f"{self._where_key}: the image of height {height} and width {width} does not fit the"
+                f" declared shape {self.shape}"
+            )
 
     def pixels_into(self, blob: bytes, out: Image) -> None:
         """The checked pixels of one encoded image, written into ``out`` (of the declared, fixed
