@@ -217,6 +217,21 @@ class Speedups(Protocol):
         """Frees every buffer waiting in the pool; returns their bytes."""
         ...
 
+    def use_shared_blocks(self, enable: bool, /) -> None:
+        """Whether pooled ``Block`` buffers made from now on in this process are shared memory (Linux;
+        ``OSError`` elsewhere): a DataLoader worker's, whose batch columns reach the main process
+        without a copy (``codegen.runtime.data.transfer``). Empties the pool."""
+        ...
+
+    def shared_retired(self) -> list[int]:
+        """The numbers of the shared blocks whose memory was let go since the last call."""
+        ...
+
+    def after_fork(self) -> None:
+        """In a child just forked: the pool lets the parent's shared memory go (it is the parent's
+        too) and makes private memory again."""
+        ...
+
 
 class AcceleratorWarning(RuntimeWarning):
     """The C accelerator is not built or cannot be imported: the runtime runs its pure-Python path."""
@@ -262,6 +277,9 @@ def load_speedups() -> Speedups | None:
 
 speedups: Speedups | None = load_speedups()
 """The C accelerator in use, or ``None`` for the pure-Python wire codec."""
+
+if speedups is not None and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=speedups.after_fork)
 
 
 def status() -> str:

@@ -84,7 +84,9 @@ class TorchBatches(IterableDataset[dict[str, Any]]):
         columns = self.columns
         worker = torch.utils.data.get_worker_info() is not None
         if worker and self.shared_memory and transfer.AVAILABLE:
-            # unpickled in the main process, each becomes the batch's dict of tensors
+            # Large columns are decoded into shared memory, the rest copied into a segment;
+            # unpickled in the main process, each batch becomes its dict of tensors.
+            transfer.decode_into_shared_memory()
             for batch in self.batches:
                 yield cast("dict[str, Any]", transfer.share(leaves(columns(batch))))
             return

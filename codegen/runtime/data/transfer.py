@@ -6,17 +6,24 @@ both sides, and a file descriptor passed per tensor; for a batch of columns that
 reading and decoding it. So in a worker ``to_torch()`` yields a :class:`SharedBatch` instead (see
 :func:`share`), and the main process receives the same dict of tensors it would have built itself:
 
-* **Segments**: each worker owns segments of shared memory, anonymous files (``memfd_create``:
-  nothing is named in ``/dev/shm``) made when needed and reused. A segment holds one batch: its
-  arrays, copied into it once, 64-byte aligned after a header whose first byte says whether the
-  main process may still hold the batch, and whose second says whether it has mapped the segment.
-* **Sending**: a ``SharedBatch`` pickles (the DataLoader's queue) into the segment's number and
-  size, where each array is in it (offset, dtype, shape), the batch's other values (strings) as
-  they are, and, until the main process has mapped the segment, its file descriptor (passed over
-  a Unix socket by ``multiprocessing``, as torch passes a tensor's).
+* **Decoded in place**: with the C accelerator, a worker decodes its batches' large columns straight
+  into shared memory: its pooled blocks (see ``codegen/_speedups/blocks.c``) are anonymous files
+  (``memfd_create``: nothing is named in ``/dev/shm``) mapped after a header page, so such a column
+  is not copied at all; the batch says which block it is in and where. The block's memory is not
+  reused (for a later batch, or a file's bytes) until the main process has let the batch go.
+* **Segments**: each worker owns segments of shared memory, anonymous files too, made when needed
+  and reused. A segment holds the rest of one batch (small columns, and any array not in a shared
+  block): its arrays, copied into it once, 64-byte aligned after a header. In a segment or a block,
+  the header's first byte says whether the main process may still hold the batch, and its second
+  whether it has mapped the memory.
+* **Sending**: a ``SharedBatch`` pickles (the DataLoader's queue) into the numbers and sizes of its
+  segment and blocks, where each array is in them (offset, dtype, shape), the batch's other values
+  (strings) as they are, and, until the main process has mapped a segment or block, its file
+  descriptor (passed over a Unix socket by ``multiprocessing``, as torch passes a tensor's).
 * **Receiving**: unpickling in the main process maps each segment once and makes every array a
   tensor over the mapped memory (no copy). When the last of a batch's tensors (or of views of
-  them) is freed, the segment's first byte is cleared and the worker may write a later batch there.
+  them) is freed, the first byte of its segment and of each of its blocks is cleared, and the worker
+  may write a later batch there.
 * **Never overwritten**: a worker writes only into a segment whose batch the main process has
   released; when every segment is held it makes a new one, so keeping any number of batches is
   safe (they cost memory as they would with fresh shared memory). It keeps at most :data:`KEEP`
@@ -24,7 +31,7 @@ reading and decoding it. So in a worker ``to_torch()`` yields a :class:`SharedBa
   and the one being made), and replaces a free segment too small for the next batch with a larger one.
 * **Cleanup**: the memory has no name; it is freed once the worker and the main process have both
   closed and unmapped it, however the worker ends (a crash included). The main process forgets the
-  segments of a worker that has ended when it next maps a new segment, and a segment the worker
+  segments and blocks of a worker that has ended when it next maps new memory, and those the worker
   closed when a later batch from that worker says so; a batch still held keeps its memory mapped.
 
 Where ``memfd_create`` or passing descriptors is not available (not Linux), workers yield tensors
@@ -36,6 +43,7 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import secrets
 import threading
 import weakref
 from multiprocessing import reduction
@@ -44,10 +52,11 @@ from typing import Any
 import numpy as np
 import torch
 
+import codegen.runtime.accel as accel
 from codegen.errors import TfrGenError
 from codegen.runtime.data.tensors import leaf_tensors
 
-__all__ = ["AVAILABLE", "KEEP", "SharedBatch", "share"]
+__all__ = ["AVAILABLE", "KEEP", "SharedBatch", "decode_into_shared_memory", "share"]
 
 AVAILABLE = hasattr(os, "memfd_create") and reduction.HAVE_SEND_HANDLE
 """Whether batches from workers can travel through reused shared memory on this system."""
@@ -65,7 +74,8 @@ _SLACK = 1 << 20
 """Least room a new segment has beyond its first batch (batches of ragged columns vary in size)."""
 
 _ARRAY, _SAME, _LIST, _VALUE = range(4)
-"""Layout entries: an array; a list of arrays of one shape; of several shapes; any other value."""
+"""Layout entries: an array; a list of arrays of one shape, or of several shapes (the arrays of
+each in the segment, or in a shared block: its number), or any other value."""
 
 
 def _aligned(offset: int) -> int:
@@ -109,14 +119,44 @@ class _Segment:
         os.close(self.fd)
 
 
+class _Block:
+    """A shared block of the accelerator (``Block.shared_memory()``): where it lies and how to send
+    it."""
+
+    __slots__ = ("block", "number", "fd", "size", "address", "header", "mapped")
+
+    def __init__(self, block: Any, info: tuple[int, int, int, tuple[int, int], int]) -> None:
+        self.block = block
+        self.number, self.fd, self.size, (self.address, self.header), mapped = info
+        self.mapped = bool(mapped)
+
+
+def _shared_block(array: np.ndarray[Any, Any]) -> _Block | None:
+    """The accelerator's shared block ``array`` lies in, when it is a C-contiguous array of one."""
+    if not array.flags.c_contiguous:
+        return None
+    base: Any = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    method = getattr(base, "shared_memory", None)
+    info = method() if method is not None else None
+    return None if info is None else _Block(base, info)
+
+
 class _Writer:
-    """This worker process's segments (see the module docstring)."""
+    """This worker process's segments and the shared blocks its batches hold (see the module
+    docstring)."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        # This worker among those that had its process id (an id is reused once a process ends).
+        self.worker = (self.pid, secrets.randbits(63))
         self.segments: list[_Segment] = []
         self.retired: list[int] = []
         self._made = 0
+        self.blocks = _blocks_on == self.pid
 
     def segment(self, size: int) -> _Segment:
         """A free segment of at least ``size`` bytes, marked held."""
@@ -143,30 +183,68 @@ class _Writer:
         segment.close()
         self.retired.append(segment.number)
 
+    def _in_block(self, leaf: Any, blocks: dict[int, _Block]) -> tuple[Any, ...] | None:
+        """The layout entry (without its name) of an array, or a list of arrays one after the
+        other, in one shared block (``blocks`` collects it), or ``None``."""
+        if not self.blocks:
+            return None
+        arrays = [leaf] if isinstance(leaf, np.ndarray) else leaf
+        found = _shared_block(arrays[0])
+        if found is None:
+            return None
+        start = end = arrays[0].ctypes.data
+        for array in arrays:
+            if array.ctypes.data != end or not array.flags.c_contiguous:
+                return None  # (copied into the segment)
+            end += array.nbytes
+        if not found.address <= start <= end <= found.address + found.size - found.header:
+            return None
+        found = blocks.setdefault(found.number, found)
+        offset = found.header + start - found.address
+        dtype = arrays[0].dtype.str
+        if isinstance(leaf, np.ndarray):
+            return (_ARRAY, found.number, offset, dtype, leaf.shape)
+        shapes = [a.shape for a in arrays]
+        if shapes.count(shapes[0]) == len(shapes):
+            return (_SAME, found.number, offset, dtype, shapes[0], len(shapes))
+        return (_LIST, found.number, offset, dtype, shapes)
+
     def pack(self, leaves: dict[str, Any]) -> SharedBatch:
-        """``leaves`` (see :mod:`codegen.runtime.data.tensors`) with their arrays copied into a
-        free segment."""
+        """``leaves`` (see :mod:`codegen.runtime.data.tensors`): the arrays in shared blocks as
+        where they are, the others copied into a free segment."""
         layout: list[tuple[Any, ...]] = []
         copies: list[tuple[int, Any]] = []
+        blocks: dict[int, _Block] = {}
         size = _HEADER
         for name, leaf in leaves.items():
-            if _shareable(leaf):
-                layout.append((name, _ARRAY, size, leaf.dtype.str, leaf.shape))
+            placed = self._in_block(leaf, blocks) if _shareable(leaf) or _arrays(leaf) else None
+            if placed is not None:
+                layout.append((name, *placed))
+            elif _shareable(leaf):
+                layout.append((name, _ARRAY, None, size, leaf.dtype.str, leaf.shape))
                 copies.append((size, leaf))
                 size = _aligned(size + leaf.nbytes)
             elif _arrays(leaf):
                 dtype = leaf[0].dtype
                 shapes = [a.shape for a in leaf]
                 if shapes.count(shapes[0]) == len(shapes):
-                    layout.append((name, _SAME, size, dtype.str, shapes[0], len(shapes)))
+                    layout.append((name, _SAME, None, size, dtype.str, shapes[0], len(shapes)))
                     count = math.prod(shapes[0]) * len(shapes)
                 else:
-                    layout.append((name, _LIST, size, dtype.str, shapes))
+                    layout.append((name, _LIST, None, size, dtype.str, shapes))
                     count = sum(math.prod(shape) for shape in shapes)
                 copies.append((size, leaf))
                 size = _aligned(size + count * dtype.itemsize)
             else:
                 layout.append((name, _VALUE, leaf))
+        for found in blocks.values():
+            found.block.hold()  # (its memory is not reused until the main process clears it)
+        gone = accel.speedups.shared_retired() if self.blocks and accel.speedups else []
+        if not copies:
+            retired, self.retired = self.retired, []
+            return SharedBatch(
+                self.worker, None, tuple(retired), tuple(layout), blocks, tuple(gone)
+            )
         segment = self.segment(size)
         target = np.frombuffer(segment.memory, np.uint8)
         try:
@@ -183,10 +261,31 @@ class _Writer:
         finally:
             del target  # the segment may be closed later: no view of it outlives this
         retired, self.retired = self.retired, []
-        return SharedBatch(self.pid, segment, tuple(retired), tuple(layout))
+        return SharedBatch(self.worker, segment, tuple(retired), tuple(layout), blocks, tuple(gone))
 
 
 _writer: _Writer | None = None
+_blocks_on = 0
+"""The process that turned shared blocks on (:func:`decode_into_shared_memory`), if any."""
+
+
+def decode_into_shared_memory() -> bool:
+    """Makes the accelerator decode this process's large batch columns (and read its files) into
+    shared memory, from now on: a DataLoader worker's, whose batches then reach the main process
+    without a copy (see the module docstring). Whether it does (not without the accelerator, nor
+    without ``memfd_create``). A process forked after it decodes into private memory again."""
+    global _blocks_on
+    pid = os.getpid()
+    if _blocks_on == pid:
+        return True
+    if accel.speedups is None:
+        return False
+    try:
+        accel.speedups.use_shared_blocks(True)
+    except OSError:
+        return False
+    _blocks_on = pid
+    return True
 
 
 def share(leaves: dict[str, Any]) -> SharedBatch:
@@ -199,41 +298,54 @@ def share(leaves: dict[str, Any]) -> SharedBatch:
 
 
 class SharedBatch:
-    """A batch in a worker's segment; unpickled in the main process, it is the batch's dict of
-    tensors over the segment's memory."""
+    """A batch in a worker's segment and shared blocks; unpickled in the main process, it is the
+    batch's dict of tensors over their memory."""
 
-    __slots__ = ("layout", "pid", "retired", "segment")
+    __slots__ = ("blocks", "gone", "layout", "retired", "segment", "worker")
 
     def __init__(
-        self, pid: int, segment: _Segment, retired: tuple[int, ...], layout: tuple[Any, ...]
+        self,
+        worker: tuple[int, int],
+        segment: _Segment | None,
+        retired: tuple[int, ...],
+        layout: tuple[Any, ...],
+        blocks: dict[int, _Block],
+        gone: tuple[int, ...],
     ) -> None:
-        self.pid = pid
+        self.worker = worker
         self.segment = segment
         self.retired = retired
         self.layout = layout
+        self.blocks = blocks
+        self.gone = gone
 
     def __reduce__(self) -> tuple[Any, ...]:
         segment = self.segment
-        fd = None if segment.memory[_MAPPED] else reduction.DupFd(segment.fd)
-        return (
-            _receive,
-            (self.pid, segment.number, segment.size, fd, self.retired, self.layout),
+        memory = None
+        if segment is not None:
+            fd = None if segment.memory[_MAPPED] else reduction.DupFd(segment.fd)
+            memory = (segment.number, segment.size, fd)
+        blocks = tuple(
+            (number, b.size, None if b.mapped else reduction.DupFd(b.fd))
+            for number, b in self.blocks.items()
         )
+        return (_receive, (self.worker, memory, self.retired, self.layout, blocks, self.gone))
 
 
 # --- the main process ----------------------------------------------------------------------------
 
 _lock = threading.Lock()
-_segments: dict[tuple[int, int], mmap.mmap] = {}
-"""The segments this process has mapped, by worker process id and segment number."""
+_segments: dict[tuple[tuple[int, int], int], mmap.mmap] = {}
+"""The segments (and shared blocks, by their negated numbers) this process has mapped, by worker
+(process id and a random number: an id is reused once a process ends) and number."""
 _dtypes: dict[str, torch.dtype] = {}
 
 
 def mapped() -> dict[tuple[int, int], int]:
-    """The segments this process keeps mapped, by worker process id and segment number: their
-    sizes."""
+    """The segments (and shared blocks, by their negated numbers) this process keeps mapped, by
+    worker process id and number: their sizes."""
     with _lock:
-        return {key: len(memory) for key, memory in _segments.items()}
+        return {(worker[0], number): len(memory) for (worker, number), memory in _segments.items()}
 
 
 def _ended(pid: int) -> bool:
@@ -246,8 +358,12 @@ def _ended(pid: int) -> bool:
     return False
 
 
-def _map(pid: int, number: int, size: int, fd: Any, retired: tuple[int, ...]) -> mmap.mmap:
-    """Segment ``number`` of worker ``pid``, mapped once (``fd`` passes its descriptor)."""
+def _map(
+    worker: tuple[int, int], number: int, size: int, fd: Any, retired: tuple[int, ...]
+) -> mmap.mmap:
+    """Segment ``number`` (a shared block: its negated number) of ``worker``, mapped once (``fd``
+    passes its descriptor); ``retired``: the worker closed those since."""
+    pid = worker[0]
     try:
         received = None if fd is None else fd.detach()
     except (OSError, EOFError) as exc:  # the worker's end of the socket closed
@@ -258,19 +374,19 @@ def _map(pid: int, number: int, size: int, fd: Any, retired: tuple[int, ...]) ->
     try:
         with _lock:
             for gone in retired:
-                _segments.pop((pid, gone), None)
-            memory = _segments.get((pid, number))
+                _segments.pop((worker, gone), None)
+            memory = _segments.get((worker, number))
             if memory is None:
                 if received is None:
                     raise TfrGenError(
                         f"Dataset.to_torch: a batch from DataLoader worker {pid} is in shared memory"
                         f" {number}, which this process was never given"
                     )
-                for key in [key for key in _segments if key[0] != pid and _ended(key[0])]:
+                for key in [k for k in _segments if k[0] != worker and _ended(k[0][0])]:
                     del _segments[key]
                 memory = mmap.mmap(received, size)
                 memory[_MAPPED] = 1
-                _segments[(pid, number)] = memory
+                _segments[(worker, number)] = memory
             return memory
     finally:
         if received is not None:
@@ -322,21 +438,40 @@ def _same(
 
 
 def _receive(
-    pid: int, number: int, size: int, fd: Any, retired: tuple[int, ...], layout: tuple[Any, ...]
+    worker: tuple[int, int],
+    memory: tuple[int, int, Any] | None,
+    retired: tuple[int, ...],
+    layout: tuple[Any, ...],
+    blocks: tuple[tuple[int, int, Any], ...],
+    gone: tuple[int, ...],
 ) -> dict[str, Any]:
-    """The dict of tensors of a :class:`SharedBatch`, unpickled in the main process."""
-    memory = _map(pid, number, size, fd, retired)
-    owner = memoryview(memory)  # every tensor holds it: freed with the last of them
-    weakref.finalize(owner, _release, memory).atexit = False
+    """The dict of tensors of a :class:`SharedBatch`, unpickled in the main process: over its
+    segment (``memory``: number, size, descriptor; ``retired``: the worker's segments closed since)
+    and its shared blocks (``blocks``; ``gone``: the worker's blocks let go since), which are keyed
+    by their negated numbers."""
+    owners: dict[int, memoryview] = {}
+    # Mapped (or found) first, every one, before any is given an owner whose end releases it.
+    mapped = [
+        (-number, _map(worker, -number, size, fd, tuple(-n for n in gone)))
+        for number, size, fd in blocks
+    ]
+    if memory is not None:
+        mapped.append((memory[0], _map(worker, *memory, retired)))
+    for key, segment in mapped:
+        owner = memoryview(segment)  # every tensor holds it: freed with the last of them
+        weakref.finalize(owner, _release, segment).atexit = False
+        owners[key] = owner
     out: dict[str, Any] = {}
     for entry in layout:
         name, kind = entry[0], entry[1]
-        if kind == _ARRAY:
-            out[name] = _tensor(owner, *entry[2:])
-        elif kind == _SAME:
-            out[name] = _same(owner, *entry[2:])
-        elif kind == _LIST:
-            out[name] = _tensors(owner, *entry[2:])
-        else:
+        if kind == _VALUE:
             out[name] = leaf_tensors(entry[2])
+            continue
+        owner = owners[memory[0] if entry[2] is None else -entry[2]]  # type: ignore[index]
+        if kind == _ARRAY:
+            out[name] = _tensor(owner, *entry[3:])
+        elif kind == _SAME:
+            out[name] = _same(owner, *entry[3:])
+        else:
+            out[name] = _tensors(owner, *entry[3:])
     return out

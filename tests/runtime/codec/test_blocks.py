@@ -4,6 +4,7 @@ numpy sees of it, and the pool that hands a large one's memory to the next batch
 from __future__ import annotations
 
 import gc
+import subprocess
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from codegen.runtime import release_pooled_memory
 from codegen.runtime.accel import BlockBuffer, Speedups
 from codegen.runtime.codec import wire
+from support.processes import PYTHON
 
 POOL_MIN = 256 * 1024
 POOL_SLOTS = 64
@@ -110,3 +112,58 @@ def test_a_joined_bytes_column_of_equal_records_is_allocated_once_and_reused(
         del blob, sizes
         assert sp.pool_stats()[0] == 1  # the column's block waits alone for the next batch
     assert len(addresses) == 1
+
+
+_SHARED = """
+import mmap, os, sys
+import numpy as np
+import codegen._speedups as sp
+
+sp.use_shared_blocks(True)
+first = sp.pooled_block(1 << 20)
+number, fd, size, (address, header), mapped = first.shared_memory()
+assert (header, size, mapped) == (4096, (1 << 20) + 4096, 0) and not first.held()
+view = np.frombuffer(first, np.uint8)
+view[:] = 7
+assert view.ctypes.data == address
+first.hold()
+assert first.held()
+# what the main process sees: the whole file, its header first
+other = mmap.mmap(os.dup(fd), size)
+assert other[0] == 1 and other[header] == 7 and other[header + (1 << 20) - 1] == 7
+other[1] = 1  # mapped
+assert first.shared_memory()[4] == 1
+del view, first  # let go while held: it waits in the pool, and is not reused
+second = sp.pooled_block(1 << 20)
+assert second.shared_memory()[0] != number, "held memory was reused"
+other[0] = 0  # the main process lets the batch go
+del second
+third = sp.pooled_block(1 << 20)
+assert third.shared_memory()[0] == number, "released memory was not reused"
+del third
+assert sp.pool_stats()[0] == 2
+sp.pool_clear()  # unmapped and closed: the numbers are retired once
+assert sorted(sp.shared_retired()) == [number, number + 1] and sp.shared_retired() == []
+other.close()
+small = sp.pooled_block(1000)  # below the pooled size: private memory
+assert small.shared_memory() is None
+try:
+    small.hold()
+except ValueError as exc:
+    assert "not shared" in str(exc)
+else:
+    raise AssertionError("hold() of private memory")
+sp.use_shared_blocks(False)
+assert sp.pooled_block(1 << 20).shared_memory() is None
+print("ok")
+"""
+
+
+def test_shared_blocks_wait_for_the_main_process_and_are_let_go_once(sp: Speedups) -> None:
+    """With shared blocks on (a DataLoader worker), pooled memory is an anonymous file mapped after
+    a header page: the data another process maps is the block's, the header's first byte is the held
+    flag, memory let go while held is not reused until the flag is cleared, and memory the pool lets go
+    is unmapped and its number retired once. (In a process of its own: the pool is per process.)"""
+    done = subprocess.run([*PYTHON, "-c", _SHARED], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok"]

@@ -116,20 +116,25 @@ def test_a_batch_travels_through_a_segment_and_comes_back_equal() -> None:
     assert torch.equal(reused["dense"], expected["dense"])
 
 
+def _segment(batch: Any) -> Any:
+    assert batch.segment is not None
+    return batch.segment
+
+
 def test_a_writer_keeps_few_segments_and_grows_them() -> None:
     writer = transfer._Writer()
     small = {"x": np.zeros(10, np.int64)}
     for _ in range(10):
         held = [writer.pack(small) for _ in range(6)]  # all held at once: 6 segments
-        assert len({batch.segment.number for batch in held}) == 6
+        assert len({_segment(batch).number for batch in held}) == 6
         for batch in held:
-            transfer._release(batch.segment.memory)
+            transfer._release(_segment(batch).memory)
         del held
-    transfer._release(writer.pack(small).segment.memory)
+    transfer._release(_segment(writer.pack(small)).memory)
     assert len(writer.segments) == transfer.KEEP, "the free segments beyond KEEP are closed"
     big = {"x": np.zeros(1 << 19, np.int64)}  # 4 MiB: larger than any segment so far
     batch = writer.pack(big)
-    assert batch.segment.size >= (1 << 22) and len(writer.segments) == transfer.KEEP
+    assert _segment(batch).size >= (1 << 22) and len(writer.segments) == transfer.KEEP
     assert batch.retired, "a free segment too small for the batch was closed"
 
 
@@ -272,3 +277,87 @@ def test_workers_started_by_spawn_send_through_segments_too(tmp_path: Path) -> N
         assert not batch["label"].is_shared()
         labels += batch["label"].tolist()
     assert sorted(labels) == sorted(k * 100 + i for k in range(2) for i in range(40))
+
+
+def _digits(tmp_path: Path, count: int = 3000) -> tuple[list[str], dict[int, np.ndarray[Any, Any]]]:
+    """MNIST-like records in 2 files: a batch of 1024 has a 6 MiB pixel column, decoded into a
+    pooled block (large columns are)."""
+    mnist = generated_module("mnist")
+    rng = np.random.default_rng(11)
+    pixels = {i: rng.integers(0, 256, 784, dtype=np.int64) for i in range(count)}
+    paths = []
+    for k in range(2):
+        path = tmp_path / f"digits-{k}.tfrecord"
+        mnist.Digit.write_tfrecord(
+            path, [mnist.Digit(label=i, image=pixels[i]) for i in range(k, count, 2)]
+        )
+        paths.append(str(path))
+    return paths, pixels
+
+
+def test_large_columns_come_from_the_workers_blocks_without_a_copy(tmp_path: Path) -> None:
+    """A worker decodes a batch's large columns into shared memory, and the main process's tensors
+    view that memory: the pixel column is in a shared block (a negative number among the mapped
+    memory), not copied into a segment; small columns still go through a segment. Batches kept
+    alive are never overwritten, however many there are."""
+    paths, pixels = _digits(tmp_path)
+    mnist = generated_module("mnist")
+    loader = _loader(mnist.Digit.dataset(paths, batch_size=1024), num_workers=2)
+    kept = [batch for _ in range(2) for batch in loader]  # two epochs, nothing freed
+    labels = [label for batch in kept for label in batch["label"].tolist()]
+    assert sorted(labels) == sorted(list(pixels) * 2)
+    for batch in kept:
+        image = batch["image"]
+        assert image.shape == (len(batch["label"]), 784) and not image.is_shared()
+        for label, row in zip(batch["label"].tolist(), image, strict=True):
+            assert np.array_equal(row.numpy(), pixels[label])
+    pids = {worker.pid for worker in loader._iterator._workers} if loader._iterator else set()
+    numbers = {number for pid, number in _segments() if not pids or pid in pids}
+    assert any(number < 0 for number in numbers), "no shared block was mapped"
+    spans = sorted((t.data_ptr(), t.data_ptr() + t.nbytes) for b in kept for t in (b["image"],))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), "two held batches overlap"
+
+
+def test_a_released_block_is_reused_by_a_later_batch(tmp_path: Path) -> None:
+    """Once the main process lets a batch go, its block's memory decodes a later one: a worker
+    keeps a few blocks, not one per batch."""
+    paths, pixels = _digits(tmp_path, 6000)
+    mnist = generated_module("mnist")
+    loader = _loader(mnist.Digit.dataset(paths, batch_size=1024), num_workers=2)
+    addresses = set()
+    batches = 0
+    for _ in range(3):
+        for batch in loader:
+            label = int(batch["label"][0])
+            assert np.array_equal(batch["image"][0].numpy(), pixels[label])
+            addresses.add(batch["image"].data_ptr())
+            batches += 1
+            del batch
+    assert batches == 18 and len(addresses) < batches
+
+
+_FORK = """
+import os, sys
+import codegen._speedups as sp
+from codegen.runtime.data import transfer
+assert transfer.decode_into_shared_memory()
+block = sp.pooled_block(1 << 20)
+assert block.shared_memory() is not None
+del block  # its memory waits in the pool
+assert sp.pool_stats()[0] == 1
+pid = os.fork()
+if pid == 0:  # the child never takes the parent's shared memory, and makes private memory
+    ok = sp.pool_stats() == (0, 0) and sp.pooled_block(1 << 20).shared_memory() is None
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+again = sp.pooled_block(1 << 20)
+print(os.waitstatus_to_exitcode(status), sp.pool_stats()[0], again.shared_memory() is not None)
+"""
+
+
+def test_a_forked_child_never_takes_the_parents_shared_memory() -> None:
+    """Shared memory is the parent's as much as the child's after a fork: the child's pool lets it
+    go (the parent keeps and reuses it) and makes private memory until it turns shared blocks on."""
+    done = subprocess.run([*PYTHON, "-c", _FORK], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0", "True"]
