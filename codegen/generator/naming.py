@@ -77,6 +77,7 @@ IMPORTED_PACKAGES = frozenset(
         "numpy",
         "crc32c",
         "isal",
+        "deflate",
         "fsspec",
         "google",
         "tensorflow",
