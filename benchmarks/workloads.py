@@ -67,7 +67,9 @@ class Workload:
     single-threaded ``Dataset`` over the same 4 shards, ``image_bar`` the least
     speed-up of the ``Dataset`` over TensorFlow's image pipeline (``parse_example`` + ``decode_jpeg``
     mapped with ``AUTOTUNE``, prefetch). ``shared_bars`` says whether the bars every workload shares
-    (:mod:`benchmarks.bars`) apply (not to images, which the other readers do not decode).
+    (:mod:`benchmarks.bars`) apply (not to encoded images, which the other readers do not decode and
+    which encoding compresses: the Dataset against TensorFlow's pipelines, vahidk's loader and s3fs's
+    fetch of the bytes, and columnar against per-record encoding).
     """
 
     name: str
