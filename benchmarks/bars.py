@@ -152,7 +152,11 @@ def required(workload: Workload) -> tuple[tuple[str, str, float], ...]:
         # and whose encoding is JPEG compression, either way.
         (S3_DATASET, S3_RAW, S3_DATASET_VS_RAW if shared else None),
         (TFRGEN_TO_ARROW, TFRGEN_DECODE_BATCH, TO_ARROW_VS_DECODE_BATCH),
-        (TFRGEN_ENCODE_BATCH, TFRGEN_CONSTRUCT_ENCODE, ENCODE_BATCH_VS_CONSTRUCT if shared else None),
+        (
+            TFRGEN_ENCODE_BATCH,
+            TFRGEN_CONSTRUCT_ENCODE,
+            ENCODE_BATCH_VS_CONSTRUCT if shared else None,
+        ),
         (TFRGEN_ENCODE_BATCH, TFRGEN_ENCODE, ENCODE_BATCH_VS_ENCODE if shared else None),
         (CLI_CONVERT, TF_PYARROW_PARQUET, CONVERT_VS_PYARROW),
     )

@@ -32,10 +32,11 @@ import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
+import codegen.runtime.accel as accel
 from codegen.runtime.io.compression import InflatingSource, current_deflate, use_deflate
-from codegen.runtime.io.files import Replay, read_head
+from codegen.runtime.io.files import Replay
 
 
 def _load_libdeflate() -> ModuleType | None:
@@ -92,6 +93,17 @@ _KEPT = 4 * _AHEAD  # buffers kept for later members, of this reader or the next
 _KEPT_BYTES = 32 << 20
 _kept: list[bytearray] = []  # oldest first
 _kept_lock = threading.Lock()
+
+
+_CHUNK = 1 << 20
+"""Bytes of a gzip file read at a time (its members are taken from them)."""
+
+
+def _buffer(size: int) -> Any:
+    """A writable buffer of ``size`` bytes for the file's bytes: from the accelerator's pool when it
+    is built (memory already paged in, given back when the last member viewing it goes), else a
+    ``bytearray``."""
+    return accel.speedups.pooled_block(size) if accel.speedups is not None else bytearray(size)
 
 
 def _take(size: int) -> memoryview:
@@ -242,7 +254,7 @@ class MemberInflater:
         self._deflate = None if _LIBDEFLATE is not None else current_deflate()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()  # held while a worker reads the file
-        self._head = b""  # the start of the next header, read before the workers started
+        self._chunk = memoryview(b"")  # bytes of the file read and not yet taken
         self._reads = 0  # the index of the next place to read
         self._done = False  # no more places to read (the end, or no sized member there)
         self._pending: deque[Future[_Place | None]] = deque()
@@ -303,7 +315,6 @@ class MemberInflater:
             self._let_go()
         place = self._place()
         if place.out is not None:
-            _give(place.member.obj)  # type: ignore[union-attr,arg-type]  # its worker is done
             self._current = self._out = place.out
             self._after_member = True
             return True
@@ -336,8 +347,8 @@ class MemberInflater:
         self._want += 1
         if want == 0:
             first = self._read_one()
-            self._head = read_head(self._file, MEMBER_HEADER_SIZE) if first.member else b""
-            if first.member is None or not self._head:  # no thread for a stream of one place
+            more = bool(self._peek(1)) if first.member is not None else False
+            if first.member is None or not more:  # no thread for a stream of one place
                 self._done = True
                 if first.member is None:
                     return first
@@ -398,22 +409,29 @@ class MemberInflater:
         """Reads the next place: a sized member, the bytes that start none, or nothing at the end
         of the file (with the lock held, or before the workers start)."""
         index, self._reads = self._reads, self._reads + 1
-        header = self._head + read_head(self._file, MEMBER_HEADER_SIZE - len(self._head))
-        self._head = b""
+        header = self._peek(MEMBER_HEADER_SIZE)
         if not header:
             return _Place(index)
-        size = member_size(header)
-        if size is None:
-            return _Place(index, rest=header)
-        member = _take(size)
-        member[:MEMBER_HEADER_SIZE] = header
-        got = MEMBER_HEADER_SIZE + _read_into(self._file, member[MEMBER_HEADER_SIZE:])
-        if got < size:
-            return _Place(index, rest=bytes(member[:got]))
-        (uncompressed,) = _ISIZE.unpack_from(member, size - _ISIZE.size)
-        if uncompressed > min(_MAX_INFLATED, _MAX_RATIO * size):
-            return _Place(index, rest=bytes(member))
-        return _Place(index, member)
+        size = member_size(bytes(header))
+        if size is not None and len(self._peek(size)) == size:
+            (uncompressed,) = _ISIZE.unpack_from(self._chunk, size - _ISIZE.size)
+            if uncompressed <= min(_MAX_INFLATED, _MAX_RATIO * size):
+                member, self._chunk = self._chunk[:size], self._chunk[size:]
+                return _Place(index, member)
+        # No sized member starts here (or it is cut short, or declares too much): the rest read.
+        rest, self._chunk = bytes(self._chunk), memoryview(b"")
+        return _Place(index, rest=rest)
+
+    def _peek(self, count: int) -> memoryview:
+        """The next ``count`` bytes of the file (fewer only at its end), not taken: read a chunk
+        of at least :data:`_CHUNK` bytes at a time (one read for several members)."""
+        if len(self._chunk) < count:
+            kept = self._chunk
+            buffer = memoryview(_buffer(max(count, _CHUNK) + len(kept)))
+            buffer[: len(kept)] = kept
+            got = len(kept) + _read_into(self._file, buffer[len(kept) :])
+            self._chunk = buffer[:got]
+        return self._chunk[:count]
 
     def _buffer(self, member: memoryview) -> memoryview | None:
         """The kept buffer ISA-L inflates ``member`` into (libdeflate makes its own)."""
