@@ -180,10 +180,7 @@ def pack(pa: Any, array: Any, kind: Any) -> Any:
     if pa.types.is_large_binary(kind):
         data = values.buffers()[1].slice(values.offset)
         return pa.Array.from_buffers(kind, len(array), [validity, offsets, data], array.null_count)
-    child = pack(pa, values, kind.value_type)
-    return pa.Array.from_buffers(
-        kind, len(array), [validity, offsets], array.null_count, children=[child]
-    )
+    return _large_list(pa, array, pack(pa, values, kind.value_type))
 
 
 class _WrongSize(Exception):
@@ -254,15 +251,10 @@ def _unpack(pa: Any, array: Any, kind: Any) -> Any:
             array = _whole(pa, array.cast(pa.large_binary()))
             source = array.type
         if pa.types.is_large_binary(source):
-            validity, offsets, data = array.buffers()
+            _, offsets, data = array.buffers()
             size = int(np.frombuffer(offsets, np.int64, len(array) + 1)[-1])
-            values = pa.Array.from_buffers(kind.value_type, size, [None, data])
-            return pa.Array.from_buffers(
-                pa.large_list(kind.value_type),
-                len(array),
-                [validity, offsets],
-                array.null_count,
-                children=[values],
+            return _large_list(
+                pa, array, pa.Array.from_buffers(kind.value_type, size, [None, data])
             )
         return array
     if pa.types.is_large_list(kind) and (
@@ -270,21 +262,27 @@ def _unpack(pa: Any, array: Any, kind: Any) -> Any:
     ):
         if pa.types.is_list(source):
             array = array.cast(pa.large_list(source.value_type))
-        validity, offsets = array.buffers()[0], array.buffers()[1]
         try:
             child = _unpack(pa, array.values, kind.value_type)
         except _WrongSize as wrong:  # a value of a row: that row
-            bounds = np.frombuffer(offsets, np.int64, len(array) + 1)
+            bounds = np.frombuffer(array.buffers()[1], np.int64, len(array) + 1)
             row = int(np.searchsorted(bounds, wrong.row, side="right")) - 1
             raise _WrongSize(row, wrong.size, wrong.sizes) from None
-        return pa.Array.from_buffers(
-            pa.large_list(child.type),
-            len(array),
-            [validity, offsets],
-            array.null_count,
-            children=[child],
-        )
+        return _large_list(pa, array, child)
     return array  # (from_arrow names what does not fit)
+
+
+def _large_list(pa: Any, array: Any, child: Any) -> Any:
+    """A ``large_list`` of ``child`` with the rows of ``array`` (a large list or binary array at offset 0: its
+    validity and 64-bit offsets)."""
+    validity, offsets = array.buffers()[:2]
+    return pa.Array.from_buffers(
+        pa.large_list(child.type),
+        len(array),
+        [validity, offsets],
+        array.null_count,
+        children=[child],
+    )
 
 
 def _fixed_width(pa: Any, array: Any, width: int, sizes: Sequence[int]) -> Any:
