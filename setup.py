@@ -15,6 +15,7 @@ change to a C file.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup  # type: ignore[import-untyped]
@@ -61,6 +62,8 @@ setup(
             "codegen._speedups",
             sorted(str(p.relative_to(ROOT)) for p in (ROOT / "codegen" / "_speedups").glob("*.c")),
             depends=["codegen/_speedups/speedups.h", "codegen/_speedups/contract.h"],
+            # dlopen (inflate.c): in libc since glibc 2.34, in libdl before
+            libraries=["dl"] if sys.platform.startswith("linux") else [],
             optional=True,
         )
     ],

@@ -2245,6 +2245,7 @@ PyInit__speedups(void)
         || PyModule_AddFunctions(module, tfr_arrays_methods) < 0
         || PyModule_AddFunctions(module, tfr_export_methods) < 0
         || PyModule_AddFunctions(module, tfr_hashes_methods) < 0
+        || PyModule_AddFunctions(module, tfr_inflate_methods) < 0
         || PyModule_AddFunctions(module, tfr_joined_methods) < 0
         || PyModule_AddFunctions(module, tfr_varint_methods) < 0) {
         Py_DECREF(module);

@@ -101,6 +101,9 @@ int tfr_spans_check(PyObject *object);
 int tfr_add_spans_type(PyObject *module);
 extern PyMethodDef tfr_spans_methods[];
 
+/* inflate.c: gzip members inflated by libdeflate without the GIL. */
+extern PyMethodDef tfr_inflate_methods[];
+
 /* plan.c: add the type ExamplePlan to the module; -1 with an error set on failure. */
 int tfr_add_plan_type(PyObject *module);
 

@@ -205,6 +205,19 @@ class Speedups(Protocol):
         buffer)."""
         ...
 
+    def bind_libdeflate(self, path: str, /) -> bool:
+        """Finds libdeflate's functions in the loaded shared object at ``path`` (the ``deflate``
+        package's extension module); whether it found them (``codegen/_speedups/inflate.c``)."""
+        ...
+
+    def inflate_members(self, members: list[Buffer], header: int, outs: list[Buffer], /) -> bytes:
+        """Inflates each gzip member of ``members`` (a header of ``header`` bytes, deflate data,
+        the trailer) into the buffer of ``outs`` at its place with libdeflate, all without the
+        GIL; a byte a member, 1 when it inflated whole: to exactly the size of its buffer, the size
+        and CRC-32 its trailer declares, its deflate data ending at the trailer (used by
+        ``runtime/io/members.py``)."""
+        ...
+
     def join_spans(self, parts: Sequence[Sequence[bytes]], /) -> Sequence[bytes]:
         """The records of the ``Spans`` ``parts``, one after another, in one ``Spans``."""
         ...

@@ -49,6 +49,16 @@ def _load_libdeflate() -> ModuleType | None:
 
 _LIBDEFLATE = _load_libdeflate()
 
+
+def _bind_libdeflate() -> bool:
+    """Whether the accelerator inflates members itself, with the ``deflate`` package's libdeflate
+    (``codegen/_speedups/inflate.c``): into pooled buffers, one hand-over of the GIL a member."""
+    path = getattr(getattr(_LIBDEFLATE, "_deflate", None), "__file__", None)
+    return accel.speedups is not None and path is not None and accel.speedups.bind_libdeflate(path)
+
+
+_BOUND = _bind_libdeflate()
+
 __all__ = [
     "INFLATE_THREADS",
     "InflatingAhead",
@@ -81,7 +91,7 @@ INFLATE_THREADS = max(1, min(4, _cores()))
 """Worker threads a :class:`MemberInflater` reads and inflates members in: as many as the cores this
 process may use, four at most. The reader's thread only frames and checks records, which takes
 less time than inflating, so it shares a core with them."""
-_AHEAD = max(4, 2 * INFLATE_THREADS)  # members (or pieces) made ahead of the one being read
+_AHEAD = max(4, 2 * INFLATE_THREADS)  # workers' tasks (or pieces) made ahead of the one read
 # A member is read whole, and its bytes inflated into a buffer of the size its trailer declares,
 # before anything checks them: a member declared larger than this, or whose trailer declares more
 # than deflate can make of its size, goes to the sequential source (memory bounded by data read).
@@ -95,6 +105,9 @@ _kept: list[bytearray] = []  # oldest first
 _kept_lock = threading.Lock()
 
 
+_TASK_START = 1 << 18  # bytes a worker's first task inflates (at least one member)
+_TASK_BYTES = 1 << 21  # and its tasks once the stream is under way
+_POOLED = 1 << 18  # the accelerator's pool keeps buffers of this size or more for reuse
 _CHUNK = 1 << 20
 """Bytes of a gzip file read at a time (its members are taken from them)."""
 
@@ -187,13 +200,12 @@ def _inflate_member(
     size its trailer declares, with the CRC-32 the trailer holds.
 
     With ``deflate`` (ISA-L) the bytes go into ``out``, a kept buffer of that size (see
-    :func:`_inflate_into`), given back if they do not. Without, libdeflate inflates the member's
-    deflate data in one call, without the GIL, into a new buffer, which the reader keeps
-    (:meth:`MemberInflater.take`): the allocator reuses the memory of the members before it, freed
-    as the reader goes. libdeflate does not say where the deflate data ended, so the trailer is
-    the member's last 8 bytes: a member with other bytes between its deflate data and its trailer
-    (no writer makes one) inflates whole here when its trailer is right, where reading in order
-    fails at those bytes.
+    :func:`_inflate_into`), given back if they do not. Without, the ``deflate`` package's libdeflate
+    inflates the member's deflate data in one call, without the GIL, into a new buffer, which the
+    reader keeps (:meth:`MemberInflater.take`). The package does not say where the deflate data
+    ended: a member with other bytes between its deflate data and its trailer (no writer makes one)
+    inflates whole here when its trailer is right, where the accelerator
+    (:func:`_inflate_members`) and reading in order find those bytes wrong.
     """
     crc, size = _TRAILER.unpack_from(member, len(member) - _TRAILER.size)
     if deflate is not None:
@@ -211,6 +223,22 @@ def _inflate_member(
     if len(inflated) != size or _LIBDEFLATE.crc32(inflated) != crc:
         return None
     return memoryview(inflated)
+
+
+def _inflate_members(
+    deflate: ModuleType | None, members: list[memoryview], outs: list[memoryview | None]
+) -> list[memoryview | None]:
+    """What :func:`_inflate_member` makes of each of ``members`` (``outs``: ISA-L's buffers). With
+    libdeflate and the accelerator, one call inflates them all without the GIL, each into a pooled
+    block (memory already paged in, back in the pool when the reader lets it go)."""
+    if deflate is None and _BOUND and (speedups := accel.speedups) is not None:
+        sizes = [_ISIZE.unpack_from(member, len(member) - _ISIZE.size)[0] for member in members]
+        blocks = [memoryview(speedups.pooled_block(max(size, _POOLED)))[:size] for size in sizes]
+        whole = speedups.inflate_members(members, MEMBER_HEADER_SIZE, blocks)  # type: ignore[arg-type]
+        return [block if ok else None for block, ok in zip(blocks, whole, strict=True)]
+    return [
+        _inflate_member(deflate, member, out) for member, out in zip(members, outs, strict=True)
+    ]
 
 
 class _Place(NamedTuple):
@@ -240,10 +268,10 @@ class _Raising:
 
 class MemberInflater:
     """The uncompressed bytes of a gzip stream, its sized members read and inflated ahead in
-    :data:`INFLATE_THREADS` worker threads (at most :data:`_AHEAD` members in memory at once).
+    :data:`INFLATE_THREADS` worker threads (at most :data:`_AHEAD` tasks of a few members ahead).
 
-    A worker reads the next member under a lock (so the members are read in order, and numbered),
-    then inflates it; the reader's thread only takes their bytes in order. A stream whose first
+    A worker reads the next members under a lock (so the members are read in order, and numbered),
+    then inflates them; the reader's thread only takes their bytes in order. A stream whose first
     member is its only one (a small file) is read and inflated in the reader's thread: no thread is
     started. :meth:`close` stops the workers (a reader calls it when it ends, early or not).
     """
@@ -256,8 +284,9 @@ class MemberInflater:
         self._lock = threading.Lock()  # held while a worker reads the file
         self._chunk = memoryview(b"")  # bytes of the file read and not yet taken
         self._reads = 0  # the index of the next place to read
+        self._tasks = 0  # the workers' tasks handed out
         self._done = False  # no more places to read (the end, or no sized member there)
-        self._pending: deque[Future[_Place | None]] = deque()
+        self._pending: deque[Future[list[_Place]]] = deque()
         self._ready: dict[int, _Place] = {}  # places read and inflated, by index
         self._want = 0  # the index of the place whose bytes come next
         self._after_member = False  # a member has been inflated (the stream is past its start)
@@ -350,18 +379,14 @@ class MemberInflater:
             more = bool(self._peek(1)) if first.member is not None else False
             if first.member is None or not more:  # no thread for a stream of one place
                 self._done = True
-                if first.member is None:
-                    return first
-                return first._replace(out=self._inflated(first.member, self._buffer(first.member)))
+                return first if first.member is None else self._inflated([first])[0]
             self._pool = ThreadPoolExecutor(INFLATE_THREADS, _THREAD_NAME)
-            self._pending.append(
-                self._pool.submit(self._inflate_first, first.member, self._buffer(first.member))
-            )
+            self._pending.append(self._pool.submit(self._inflated, [first]))
         while want not in self._ready:
             self._read_ahead()
             if not self._pending:  # every place up to the end was read
                 return _Place(want)
-            if (place := self._pending.popleft().result()) is not None:
+            for place in self._pending.popleft().result():
                 self._ready[place.at] = place
         return self._ready.pop(want)
 
@@ -380,30 +405,32 @@ class MemberInflater:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         for future in self._pending:
-            if not future.cancelled() and (place := future.result()) is not None:
-                self._ready[place.at] = place
+            if not future.cancelled():
+                self._ready.update((place.at, place) for place in future.result())
         self._pending.clear()
         return [self._ready[i] for i in sorted(self._ready)]
 
-    def _inflate_first(self, member: memoryview, buffer: memoryview | None) -> _Place:
-        """A worker's task: the first member, read by the reader's thread, inflated."""
-        return _Place(0, member, self._inflated(member, buffer))
-
-    def _read_and_inflate(self) -> _Place | None:
-        """A worker's task: the next place of the file, read and inflated (``None`` once reading
-        is done)."""
+    def _read_and_inflate(self) -> list[_Place]:
+        """A worker's task: the next places of the file, read and inflated (none once reading is
+        done). A task takes the next member, and those after it that the bytes read already hold
+        whole, up to a declared size that grows from :data:`_TASK_START` to :data:`_TASK_BYTES`
+        (the first members reach the reader soon; later ones are inflated many at a time, the
+        worker waiting for the GIL once for them all)."""
+        places: list[_Place] = []
         with self._lock:
-            if self._done:
-                return None
-            try:
-                place = self._read_one()
-            except BaseException as exc:  # raised in the reader's thread at its place
-                place = _Place(self._reads - 1, error=exc)
-            if place.member is None:
-                self._done = True
-                return place
-            buffer = self._buffer(place.member)
-        return place._replace(out=self._inflated(place.member, buffer))
+            limit, declared = min(_TASK_BYTES, _TASK_START << self._tasks), 0
+            self._tasks += 1
+            while not self._done and declared < limit and (not places or self._whole_member()):
+                try:
+                    place = self._read_one()
+                except BaseException as exc:  # raised in the reader's thread at its place
+                    place = _Place(self._reads - 1, error=exc)
+                places.append(place)
+                if place.member is None:
+                    self._done = True
+                else:
+                    declared += _ISIZE.unpack_from(place.member, len(place.member) - 4)[0]
+        return self._inflated(places)
 
     def _read_one(self) -> _Place:
         """Reads the next place: a sized member, the bytes that start none, or nothing at the end
@@ -433,15 +460,26 @@ class MemberInflater:
             self._chunk = buffer[:got]
         return self._chunk[:count]
 
+    def _whole_member(self) -> bool:
+        """Whether the bytes read and not yet taken start with a whole sized member."""
+        size = member_size(bytes(self._chunk[:MEMBER_HEADER_SIZE]))
+        return size is not None and len(self._chunk) >= size
+
+    def _inflated(self, places: list[_Place]) -> list[_Place]:
+        """``places`` with the bytes of their members (see :func:`_inflate_members`)."""
+        members = [place.member for place in places if place.member is not None]
+        if not members:
+            return places
+        outs = [self._buffer(member) for member in members]
+        made = iter(_inflate_members(self._deflate, members, outs))
+        return [p if p.member is None else p._replace(out=next(made)) for p in places]
+
     def _buffer(self, member: memoryview) -> memoryview | None:
         """The kept buffer ISA-L inflates ``member`` into (libdeflate makes its own)."""
         if self._deflate is None:
             return None
         (uncompressed,) = _ISIZE.unpack_from(member, len(member) - _ISIZE.size)
         return _take(uncompressed)
-
-    def _inflated(self, member: memoryview, buffer: memoryview | None) -> memoryview | None:
-        return _inflate_member(self._deflate, member, buffer)
 
     def _let_go(self) -> None:
         """Done with the current member's bytes: ISA-L's buffer is kept for a later member."""

@@ -41,16 +41,21 @@ RECORDS = [RNG.randbytes(RNG.randrange(0, 40_000)) for _ in range(400)] + [b"z" 
 Outcome = tuple[list[bytes], tuple[int, int, str] | None, list[SkippedSpan]]
 
 
-@pytest.fixture(autouse=True, params=["libdeflate", "isal"])
+@pytest.fixture(autouse=True, params=["accelerator", "libdeflate", "isal"])
 def member_inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with each way a sized member is inflated: libdeflate (one call per member,
-    when the ``deflate`` package is installed, as it is by default) and ISA-L's gzip reader."""
+    """Every test runs with each way a sized member is inflated: by the accelerator with the
+    ``deflate`` package's libdeflate (several members a call, into pooled blocks), by that package
+    itself (one call per member), and by ISA-L's gzip reader."""
     from codegen.runtime.io import members
 
     if request.param == "isal":
         monkeypatch.setattr(members, "_LIBDEFLATE", None)
     else:
         assert members._LIBDEFLATE is not None, "the deflate package (libdeflate) is not installed"
+    if request.param == "accelerator":
+        assert members._BOUND, "the accelerator did not find libdeflate's functions"
+    else:
+        monkeypatch.setattr(members, "_BOUND", False)
     return str(request.param)
 
 
@@ -137,7 +142,7 @@ def test_an_isal_without_its_gzip_reader_reads_in_order_ahead(
     data = written(RECORDS, "isal")
     monkeypatch.delattr(isal_zlib, "_GzipReader")
     records, kind = read(data, "isal", threaded=True)
-    assert kind == ("MemberInflater" if member_inflater == "libdeflate" else "InflatingAhead")
+    assert kind == ("InflatingAhead" if member_inflater == "isal" else "MemberInflater")
     assert records == (RECORDS, None, [])
 
 
@@ -165,6 +170,11 @@ def damaged(data: bytes, how: str) -> bytes:
             damaged[i] ^= 0x5A
     elif how == "corrupt checksum":
         damaged[end - 6] ^= 1
+    elif how == "bytes between the deflate data and the trailer":
+        # A final empty block of fixed codes (more deflate data) after the member's last block.
+        member = bytearray(data[start : end - 8] + b"\x03\x00" + data[end - 8 : end])
+        struct.pack_into("<Q", member, 16, len(member))
+        return bytes(data[:start] + member + data[end:])
     elif how == "size too small":
         struct.pack_into("<Q", damaged, start + 16, end - start - 100)
     elif how == "size too large":
@@ -206,6 +216,20 @@ def test_damaged_streams_fail_as_sequential_reading_does(
         assert error is None and spans and spans[-1].reason.endswith("stream)")
     else:
         assert error is not None and error[2].endswith("(in the uncompressed gzip stream)")
+
+
+def test_bytes_between_deflate_data_and_trailer_fail_as_in_order_unless_the_package_inflates(
+    member_inflater: str,
+) -> None:
+    """Bytes after a member's deflate data and before its trailer: reading in order finds them
+    where the trailer should be. The accelerator (libdeflate says where the deflate data ended)
+    and ISA-L do too; the ``deflate`` package's call says nothing of it, so its path reads the
+    member whole when the trailer is right (documented in ``members._inflate_member``)."""
+    data = damaged(written(RECORDS), "bytes between the deflate data and the trailer")
+    threaded, _ = read(data, "isal", threaded=True)
+    in_order, _ = read(data, "isal", threaded=False)
+    assert in_order[1] is not None and in_order[0] == RECORDS[: len(in_order[0])]
+    assert threaded == ((RECORDS, None, []) if member_inflater == "libdeflate" else in_order)
 
 
 @pytest.mark.parametrize("how", ["truncated inside a member", "truncated inside a header"])
@@ -340,7 +364,7 @@ def test_inflating_buffers_are_reused_by_the_next_reader_within_bounds(
     the allocator reuses: neither keeps a buffer here.)"""
     from codegen.runtime.io import members
 
-    if member_inflater == "libdeflate":
+    if member_inflater != "isal":
         with mock.patch.object(members, "_kept", []):
             assert read(written(RECORDS[:200]), "isal", threaded=True)[0][1] is None
             assert members._kept == []
@@ -385,7 +409,7 @@ def test_members_libdeflate_inflated_are_framed_in_place(member_inflater: str) -
 
     with mock.patch.object(reader_module, "_new_buffer", counted):
         assert read(data, "isal", threaded=True)[0] == (RECORDS, None, [])
-    if member_inflater == "libdeflate":
+    if member_inflater != "isal":
         assert made == []
     else:
         assert len(made) >= len(member_offsets(data)) // 4
