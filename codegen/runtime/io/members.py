@@ -30,7 +30,7 @@ import struct
 import threading
 import zlib
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
@@ -98,7 +98,8 @@ _AHEAD = max(4, 2 * INFLATE_THREADS)  # workers' tasks (or pieces) made ahead of
 _MAX_MEMBER = 1 << 23
 _MAX_INFLATED = 1 << 23
 _MAX_RATIO = 1032  # deflate makes at most about 1032 bytes of each byte it is given
-_THREAD_NAME = "tfr-gen-inflate"
+_THREAD_NAME = "tfr-gen-inflate"  # a sequential stream's worker thread
+_MEMBER_THREAD_NAME = "tfr-gen-inflate-members"  # the threads every MemberInflater shares
 _KEPT = 4 * _AHEAD  # buffers kept for later members, of this reader or the next
 _KEPT_BYTES = 32 << 20
 _kept: list[bytearray] = []  # oldest first
@@ -138,6 +139,32 @@ def _give(buffer: bytearray) -> None:
         _kept.append(buffer)
         while len(_kept) > _KEPT or sum(map(len, _kept)) > _KEPT_BYTES:
             del _kept[0]
+
+
+_workers_lock = threading.Lock()
+_workers: tuple[int, ThreadPoolExecutor] | None = None  # (the process id, its threads)
+
+
+def member_workers() -> ThreadPoolExecutor:
+    """The :data:`INFLATE_THREADS` threads that read and inflate the members of every
+    :class:`MemberInflater` of this process: started by the first reader that needs them and kept
+    for the next (a Dataset opens a reader per shard), so no reader waits for threads to start. A
+    forked child (a DataLoader worker) makes its own: the parent's threads are not in it."""
+    global _workers
+    with _workers_lock:
+        if _workers is None or _workers[0] != os.getpid():
+            _workers = (os.getpid(), ThreadPoolExecutor(INFLATE_THREADS, _MEMBER_THREAD_NAME))
+        return _workers[1]
+
+
+def _forget_workers() -> None:
+    """In a child just forked: the parent's threads and lock state are not the child's."""
+    global _workers, _workers_lock
+    _workers, _workers_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 def gzip_member(data: bytes) -> bytes:
@@ -267,13 +294,15 @@ class _Raising:
 
 
 class MemberInflater:
-    """The uncompressed bytes of a gzip stream, its sized members read and inflated ahead in
-    :data:`INFLATE_THREADS` worker threads (at most :data:`_AHEAD` tasks of a few members ahead).
+    """The uncompressed bytes of a gzip stream, its sized members read and inflated ahead by the
+    process's worker threads (:func:`member_workers`; at most :data:`_AHEAD` tasks of a few members
+    ahead).
 
     A worker reads the next members under a lock (so the members are read in order, and numbered),
     then inflates them; the reader's thread only takes their bytes in order. A stream whose first
-    member is its only one (a small file) is read and inflated in the reader's thread: no thread is
-    started. :meth:`close` stops the workers (a reader calls it when it ends, early or not).
+    member is its only one (a small file) is read and inflated in the reader's thread: no task is
+    handed out. :meth:`close` cancels the stream's tasks and waits for those under way (a reader
+    calls it when it ends, early or not): after it no worker touches the file.
     """
 
     def __init__(self, file: Replay) -> None:
@@ -325,8 +354,8 @@ class MemberInflater:
         return out
 
     def close(self) -> None:
-        """Stops the worker threads (waiting for a member being read or inflated) and drops what
-        was read ahead."""
+        """Stops the workers' tasks of this stream (waiting for members being read or inflated) and
+        drops what was read ahead."""
         self._stop()
         self._ready.clear()
         if self._current is not None:  # the bytes handed out last: no longer read
@@ -380,7 +409,7 @@ class MemberInflater:
             if first.member is None or not more:  # no thread for a stream of one place
                 self._done = True
                 return first if first.member is None else self._inflated([first])[0]
-            self._pool = ThreadPoolExecutor(INFLATE_THREADS, _THREAD_NAME)
+            self._pool = member_workers()
             self._pending.append(self._pool.submit(self._inflated, [first]))
         while want not in self._ready:
             self._read_ahead()
@@ -396,14 +425,14 @@ class MemberInflater:
             self._pending.append(self._pool.submit(self._read_and_inflate))
 
     def _stop(self) -> list[_Place]:
-        """Stops the workers; the places they read ahead, in the order of the stream."""
+        """Stops the workers' tasks of this stream, waiting for those under way; the places they
+        read ahead, in the order of the stream."""
         with self._lock:
-            self._done = True  # no worker reads more
+            self._done = True  # no task reads more: one that starts now returns nothing
         for future in self._pending:
             future.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._pool = None
+        wait(self._pending)
         for future in self._pending:
             if not future.cancelled():
                 self._ready.update((place.at, place) for place in future.result())

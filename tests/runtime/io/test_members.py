@@ -8,17 +8,20 @@ import gc
 import gzip
 import io
 import itertools
+import multiprocessing
 import random
 import struct
 import threading
 import tracemalloc
 import zlib
 from collections.abc import Callable
+from typing import Any
 from unittest import mock
 
 import pytest
 
 from codegen.errors import DataError
+from codegen.runtime.io import members as members_module
 from codegen.runtime.io import reader as reader_module
 from codegen.runtime.io.compression import Compression, Deflate, InflatingSource, use_deflate
 from codegen.runtime.io.members import (
@@ -271,12 +274,45 @@ def test_streams_without_sizes_read_ahead_in_a_thread_as_in_order(
 
 
 def inflate_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("tfr-gen-inflate")]
+    """The worker threads of streams read in order (each reader's own)."""
+    return [t for t in threading.enumerate() if t.name == "tfr-gen-inflate"]
+
+
+def member_threads() -> list[threading.Thread]:
+    """The threads that inflate sized members (the process's, shared by its readers)."""
+    return [t for t in threading.enumerate() if t.name.startswith("tfr-gen-inflate-members")]
+
+
+def earlier_member_tasks_finished() -> None:
+    """Returns once every task handed to the member threads before it has finished: a task per
+    thread, each waiting for all the others, runs only when no earlier task holds a thread (a
+    task still running breaks the barrier: BrokenBarrierError)."""
+    threads = members_module.INFLATE_THREADS
+    barrier = threading.Barrier(threads)
+    pool = members_module.member_workers()
+    for future in [pool.submit(barrier.wait, 5) for _ in range(threads)]:
+        future.result()
+
+
+class CountedReads(io.BytesIO):
+    """A file that counts its reads."""
+
+    reads = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self.reads += 1
+        return super().read(size)
+
+    def readinto(self, buffer: Any, /) -> int:
+        self.reads += 1
+        return super().readinto(buffer)
 
 
 @pytest.mark.parametrize("stream", ["sized members", "one gzip member", "zlib"])
 @pytest.mark.parametrize("stop", ["close", "with block", "dropped", "error", "end"])
-def test_no_worker_thread_outlives_its_reader(stop: str, stream: str) -> None:
+def test_no_worker_works_for_a_reader_that_ended(stop: str, stream: str) -> None:
+    """A stream read in order stops its thread; the member threads, shared by every reader, have
+    no task of a reader that ended and never read its file again."""
     use_deflate("isal")
     raw = b"".join(map(frame, RECORDS))
     data = {"sized members": written(RECORDS), "one gzip member": gzip.compress(raw)}.get(
@@ -285,10 +321,11 @@ def test_no_worker_thread_outlives_its_reader(stop: str, stream: str) -> None:
     if stop == "error":
         data = ONE_MEMBER_DAMAGES["corrupt deflate data"](data)
     assert inflate_threads() == []
-    reader = TFRecordReader(io.BytesIO(data), compression="zlib" if stream == "zlib" else "gzip")
+    file = CountedReads(data)
+    reader = TFRecordReader(file, compression="zlib" if stream == "zlib" else "gzip")
     assert isinstance(reader._source, MemberInflater | InflatingAhead)
     if stop == "close":
-        while not inflate_threads():  # a stream without sizes starts its thread after 2 MiB
+        while not inflate_threads() and not member_threads():  # (a stream without sizes: 2 MiB)
             next(reader)
         assert reader.index < len(RECORDS) - 1
         reader.close()
@@ -307,7 +344,25 @@ def test_no_worker_thread_outlives_its_reader(stop: str, stream: str) -> None:
                 failed()
         else:
             assert failed() == RECORDS
-    assert inflate_threads() == []
+    reads = file.reads
+    earlier_member_tasks_finished()
+    assert inflate_threads() == [] and file.reads == reads
+    assert len(member_threads()) <= members_module.INFLATE_THREADS
+
+
+def test_a_forked_child_reads_with_member_threads_of_its_own() -> None:
+    """The member threads are the process's: a child forked after a reader started them (a
+    DataLoader worker) makes its own, where the parent's would never run its tasks."""
+    data = written(RECORDS)
+    assert read(data, "isal", threaded=True)[0][0] == RECORDS
+    assert member_threads()
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        assert pool.apply(_records_read_in_child, (data,)) == len(RECORDS)
+
+
+def _records_read_in_child(data: bytes) -> int:
+    return sum(1 for _ in TFRecordReader(io.BytesIO(data), compression="gzip"))
 
 
 @pytest.mark.parametrize("compression", ["gzip", "zlib"])
@@ -318,9 +373,10 @@ def test_a_small_file_is_read_without_starting_a_thread(compression: Compression
     for data in (small, gzip.compress(raw)) if compression == "gzip" else (small,):
         reader = TFRecordReader(io.BytesIO(data), compression=compression)
         started = []
-        for record in reader:
-            started += inflate_threads()
-            assert record == records[reader.index - 1]
+        with mock.patch.object(members_module, "member_workers", side_effect=AssertionError):
+            for record in reader:
+                started += inflate_threads()
+                assert record == records[reader.index - 1]
         assert reader.index == len(records) and started == []
 
 
