@@ -23,6 +23,7 @@
  */
 #include "speedups.h"
 
+#include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -52,6 +53,32 @@ static long long retired[SHARED_RETIRED_MAX]; /* numbers of shared memory let go
 static int retired_count;
 static PyThread_type_lock pool_lock; /* guards the seven above; made with the type */
 static long this_pid;                /* this process (set again in a child after fork) */
+
+/* Private memory of a Block: of ALIGN_MIN bytes or more, it starts on a page boundary. glibc puts
+ * a large allocation 16 bytes into its pages, and this machine's kernel (AMD EPYC) copies a page
+ * cache page into memory at that offset about ten times slower than into page-aligned memory
+ * (measured: a MiB read in 0.75 ms against 0.07 ms): a reader's file reads land in these buffers. */
+#define ALIGN_MIN (64 * 1024)
+#define ALIGN_TO 4096
+
+static uint8_t *
+private_alloc(Py_ssize_t size)
+{
+#if !defined(_WIN32)
+    if (size >= ALIGN_MIN) {
+        void *data = NULL;
+        return posix_memalign(&data, ALIGN_TO, (size_t)size) == 0 ? data : NULL;
+    }
+#endif
+    return malloc(size ? (size_t)size : 1);
+}
+
+/* (free and realloc take memory from either of private_alloc's allocators.) */
+static void
+private_free(uint8_t *data)
+{
+    free(data);
+}
 
 static void
 pool_enter(void)
@@ -131,7 +158,7 @@ memory_free(Memory memory)
         shared_free(memory);
     }
     else {
-        PyMem_RawFree(memory.data);
+        private_free(memory.data);
     }
 }
 
@@ -175,7 +202,7 @@ memory_take(Py_ssize_t size, int pooled_block)
             return memory;
         }
     }
-    memory.data = PyMem_RawMalloc(size ? (size_t)size : 1);
+    memory.data = private_alloc(size);
     memory.capacity = memory.data == NULL ? 0 : size;
     return memory;
 }
@@ -197,7 +224,7 @@ memory_give(Memory memory, int pooled_block)
             pool_leave();
         }
         else {
-            PyMem_RawFree(memory.data);
+            private_free(memory.data);
         }
         return;
     }
@@ -288,7 +315,7 @@ tfr_block_finish(PyObject *object, Py_ssize_t size)
      * memory keeps its size. */
     if (block->memory.fd < 0 && capacity > size
         && (capacity < POOL_MIN || capacity - size >= capacity / 4)) {
-        uint8_t *data = PyMem_RawRealloc(block->memory.data, size ? (size_t)size : 1);
+        uint8_t *data = realloc(block->memory.data, size ? (size_t)size : 1);
         if (data == NULL) {
             PyErr_NoMemory();
             return -1;
