@@ -34,6 +34,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -518,10 +519,10 @@ _CHUNK = 8 << 20
 def _limit(p: Prepared) -> Callable[[], Outcome]:
     """The least any checked read of the file costs: the file read from the page cache in 8 MiB
     chunks into one buffer, crc32c over every chunk, and one copy of it (the payloads handed
-    over)."""
+    over). Both buffers are page-aligned (anonymous maps): a bytearray's memory starts 16 bytes
+    into a page, where this machine's kernel copies a file's pages about ten times slower."""
     path, count = p.path, p.count
-    buffer = bytearray(_CHUNK)
-    copy = bytearray(_CHUNK)
+    buffer, copy = mmap.mmap(-1, _CHUNK), mmap.mmap(-1, _CHUNK)
     view, target = memoryview(buffer), memoryview(copy)
 
     def run() -> Outcome:

@@ -89,6 +89,19 @@ def test_released_pooled_memory_is_counted_and_gone(sp: Speedups) -> None:
     assert sp.pool_stats() == (0, 0) and release_pooled_memory() == 0
 
 
+@pytest.mark.parametrize("size", [64 << 10, 256 << 10, (1 << 20) + 3, 12 << 20])
+def test_large_block_memory_starts_on_a_page_boundary(sp: Speedups, size: int) -> None:
+    """A file read copies into page-aligned memory about ten times faster on some machines than
+    into memory 16 bytes into a page (where glibc puts a large allocation): reader buffers and
+    large columns are page-aligned, pooled or fresh, and after a column is fitted to its bytes."""
+    blocks = [sp.pooled_block(size) for _ in range(3)]  # fresh memory
+    starts = [address(block) for block in blocks]
+    del blocks
+    starts.append(address(sp.pooled_block(size)))  # from the pool
+    starts.append(address(sp.scan_batch(int64_records(64, size // 80), (b"k",))[0][2]))
+    assert [start % 4096 for start in starts] == [0] * 5
+
+
 @pytest.mark.parametrize("per_record", [1, 3])  # one value per record (a raw tensor), or a list
 def test_a_joined_bytes_column_of_equal_records_is_allocated_once_and_reused(
     sp: Speedups, per_record: int
