@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from codegen.runtime.io import members
 from codegen.runtime.io.members import MEMBER_HEADER_SIZE, gzip_member
+from support.processes import PYTHON
 from support.speedups import import_speedups
 
 
@@ -116,7 +117,6 @@ def test_without_libdeflate_bound_it_raises() -> None:
     """The accelerator binds libdeflate when ``codegen.runtime.io.members`` is imported; the error
     before that is clear (checked in a fresh interpreter)."""
     import subprocess
-    import sys
 
     code = (
         "import codegen._speedups as s\n"
@@ -124,5 +124,5 @@ def test_without_libdeflate_bound_it_raises() -> None:
         "except RuntimeError as e:\n    print(e)\n"
         "print(s.bind_libdeflate('/nonexistent/lib.so'))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([*PYTHON, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["inflate_members: libdeflate is not bound", "False"]
