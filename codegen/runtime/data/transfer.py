@@ -200,14 +200,7 @@ class _Writer:
         if not found.address <= start <= end <= found.address + found.size - found.header:
             return None
         found = blocks.setdefault(found.number, found)
-        offset = found.header + start - found.address
-        dtype = arrays[0].dtype.str
-        if isinstance(leaf, np.ndarray):
-            return (_ARRAY, found.number, offset, dtype, leaf.shape)
-        shapes = [a.shape for a in arrays]
-        if shapes.count(shapes[0]) == len(shapes):
-            return (_SAME, found.number, offset, dtype, shapes[0], len(shapes))
-        return (_LIST, found.number, offset, dtype, shapes)
+        return _entry(leaf, found.number, found.header + start - found.address)[0]
 
     def pack(self, leaves: dict[str, Any]) -> SharedBatch:
         """``leaves`` (see :mod:`codegen.runtime.data.tensors`): the arrays in shared blocks as
@@ -217,51 +210,55 @@ class _Writer:
         blocks: dict[int, _Block] = {}
         size = _HEADER
         for name, leaf in leaves.items():
-            placed = self._in_block(leaf, blocks) if _shareable(leaf) or _arrays(leaf) else None
-            if placed is not None:
-                layout.append((name, *placed))
-            elif _shareable(leaf):
-                layout.append((name, _ARRAY, None, size, leaf.dtype.str, leaf.shape))
-                copies.append((size, leaf))
-                size = _aligned(size + leaf.nbytes)
-            elif _arrays(leaf):
-                dtype = leaf[0].dtype
-                shapes = [a.shape for a in leaf]
-                if shapes.count(shapes[0]) == len(shapes):
-                    layout.append((name, _SAME, None, size, dtype.str, shapes[0], len(shapes)))
-                    count = math.prod(shapes[0]) * len(shapes)
-                else:
-                    layout.append((name, _LIST, None, size, dtype.str, shapes))
-                    count = sum(math.prod(shape) for shape in shapes)
-                copies.append((size, leaf))
-                size = _aligned(size + count * dtype.itemsize)
-            else:
+            if not (_shareable(leaf) or _arrays(leaf)):
                 layout.append((name, _VALUE, leaf))
+            elif (placed := self._in_block(leaf, blocks)) is not None:
+                layout.append((name, *placed))
+            else:
+                entry, nbytes = _entry(leaf, None, size)
+                layout.append((name, *entry))
+                copies.append((size, leaf))
+                size = _aligned(size + nbytes)
         for found in blocks.values():
             found.block.hold()  # (its memory is not reused until the main process clears it)
         gone = accel.speedups.shared_retired() if self.blocks and accel.speedups else []
-        if not copies:
-            retired, self.retired = self.retired, []
-            return SharedBatch(
-                self.worker, None, tuple(retired), tuple(layout), blocks, tuple(gone)
-            )
-        segment = self.segment(size)
-        target = np.frombuffer(segment.memory, np.uint8)
-        try:
-            for offset, leaf in copies:
-                if isinstance(leaf, np.ndarray):
-                    flat = np.ascontiguousarray(leaf).reshape(-1).view(np.uint8)
-                    target[offset : offset + flat.size] = flat
-                else:
-                    flats = [a.reshape(-1) for a in leaf]
-                    dtype = leaf[0].dtype
-                    count = sum(a.size for a in flats)
-                    out = target[offset : offset + count * dtype.itemsize].view(dtype)
-                    np.concatenate(flats, out=out)
-        finally:
-            del target  # the segment may be closed later: no view of it outlives this
+        segment = self.segment(size) if copies else None
+        if segment is not None:
+            _copy_into(segment, copies)
         retired, self.retired = self.retired, []
         return SharedBatch(self.worker, segment, tuple(retired), tuple(layout), blocks, tuple(gone))
+
+
+def _entry(leaf: Any, key: int | None, offset: int) -> tuple[tuple[Any, ...], int]:
+    """The layout entry (without its name) of an array or a list of arrays of one dtype at
+    ``offset`` of the segment (``key`` ``None``) or of shared block ``key``, and their bytes."""
+    if isinstance(leaf, np.ndarray):
+        return (_ARRAY, key, offset, leaf.dtype.str, leaf.shape), leaf.nbytes
+    dtype = leaf[0].dtype
+    shapes = [a.shape for a in leaf]
+    if shapes.count(shapes[0]) == len(shapes):
+        entry = (_SAME, key, offset, dtype.str, shapes[0], len(shapes))
+        return entry, math.prod(shapes[0]) * len(shapes) * dtype.itemsize
+    count = sum(math.prod(shape) for shape in shapes)
+    return (_LIST, key, offset, dtype.str, shapes), count * dtype.itemsize
+
+
+def _copy_into(segment: _Segment, copies: list[tuple[int, Any]]) -> None:
+    """Copies each array or list of arrays of ``copies`` into ``segment`` at its offset."""
+    target = np.frombuffer(segment.memory, np.uint8)
+    try:
+        for offset, leaf in copies:
+            if isinstance(leaf, np.ndarray):
+                flat = np.ascontiguousarray(leaf).reshape(-1).view(np.uint8)
+                target[offset : offset + flat.size] = flat
+            else:
+                flats = [a.reshape(-1) for a in leaf]
+                dtype = leaf[0].dtype
+                count = sum(a.size for a in flats)
+                out = target[offset : offset + count * dtype.itemsize].view(dtype)
+                np.concatenate(flats, out=out)
+    finally:
+        del target  # the segment may be closed later: no view of it outlives this
 
 
 _writer: _Writer | None = None
