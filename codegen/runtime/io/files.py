@@ -11,9 +11,13 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+import codegen.runtime.accel as accel
 from codegen.runtime.io.urls import StorageOptions, filesystem, is_url, local_path, open_url
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = [
     "FileStat",
@@ -25,6 +29,7 @@ __all__ = [
     "binary_stream",
     "file_size",
     "is_directory",
+    "new_buffer",
     "open_input",
     "read_head",
     "stat_file",
@@ -128,6 +133,13 @@ def binary_stream(source: object, who: str, *, seek_for: str | None = None) -> B
             " object (a local file, io.BytesIO, a file opened by fsspec)"
         )
     return stream
+
+
+def new_buffer(size: int) -> Buffer:
+    """A writable buffer of ``size`` bytes for a file's bytes (a reader's, a gzip stream's): from
+    the accelerator's pool of large buffers when it is built (memory already paged in and
+    page-aligned, given back when the last view of it goes), else a ``bytearray``."""
+    return accel.speedups.pooled_block(size) if accel.speedups is not None else bytearray(size)
 
 
 def read_head(file: BinaryIO | Readable, size: int) -> bytes:

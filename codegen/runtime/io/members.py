@@ -32,11 +32,11 @@ import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import ModuleType
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import codegen.runtime.accel as accel
 from codegen.runtime.io.compression import InflatingSource, current_deflate, use_deflate
-from codegen.runtime.io.files import Replay
+from codegen.runtime.io.files import Replay, new_buffer
 
 
 def _load_libdeflate() -> ModuleType | None:
@@ -79,6 +79,11 @@ MEMBER_HEADER_SIZE = len(_PREFIX) + _SIZE.size
 """The size of the header of a member written by :func:`gzip_member` (24 bytes)."""
 
 
+def _declared(member: memoryview) -> int:
+    """The uncompressed size the trailer of ``member`` (a whole member) declares."""
+    return int(_ISIZE.unpack_from(member, len(member) - _ISIZE.size)[0])
+
+
 def _cores() -> int:
     """The cores this process may run on."""
     try:
@@ -111,13 +116,6 @@ _TASK_BYTES = 1 << 21  # and its tasks once the stream is under way
 _POOLED = 1 << 18  # the accelerator's pool keeps buffers of this size or more for reuse
 _CHUNK = 1 << 20
 """Bytes of a gzip file read at a time (its members are taken from them)."""
-
-
-def _buffer(size: int) -> Any:
-    """A writable buffer of ``size`` bytes for the file's bytes: from the accelerator's pool when it
-    is built (memory already paged in, given back when the last member viewing it goes), else a
-    ``bytearray``."""
-    return accel.speedups.pooled_block(size) if accel.speedups is not None else bytearray(size)
 
 
 def _take(size: int) -> memoryview:
@@ -259,7 +257,7 @@ def _inflate_members(
     libdeflate and the accelerator, one call inflates them all without the GIL, each into a pooled
     block (memory already paged in, back in the pool when the reader lets it go)."""
     if deflate is None and _BOUND and (speedups := accel.speedups) is not None:
-        sizes = [_ISIZE.unpack_from(member, len(member) - _ISIZE.size)[0] for member in members]
+        sizes = [_declared(member) for member in members]
         blocks = [memoryview(speedups.pooled_block(max(size, _POOLED)))[:size] for size in sizes]
         whole = speedups.inflate_members(members, MEMBER_HEADER_SIZE, blocks)  # type: ignore[arg-type]
         return [block if ok else None for block, ok in zip(blocks, whole, strict=True)]
@@ -458,7 +456,7 @@ class MemberInflater:
                 if place.member is None:
                     self._done = True
                 else:
-                    declared += _ISIZE.unpack_from(place.member, len(place.member) - 4)[0]
+                    declared += _declared(place.member)
         return self._inflated(places)
 
     def _read_one(self) -> _Place:
@@ -483,7 +481,7 @@ class MemberInflater:
         of at least :data:`_CHUNK` bytes at a time (one read for several members)."""
         if len(self._chunk) < count:
             kept = self._chunk
-            buffer = memoryview(_buffer(max(count, _CHUNK) + len(kept)))
+            buffer = memoryview(new_buffer(max(count, _CHUNK) + len(kept)))
             buffer[: len(kept)] = kept
             got = len(kept) + _read_into(self._file, buffer[len(kept) :])
             self._chunk = buffer[:got]
@@ -507,8 +505,7 @@ class MemberInflater:
         """The kept buffer ISA-L inflates ``member`` into (libdeflate makes its own)."""
         if self._deflate is None:
             return None
-        (uncompressed,) = _ISIZE.unpack_from(member, len(member) - _ISIZE.size)
-        return _take(uncompressed)
+        return _take(_declared(member))
 
     def _let_go(self) -> None:
         """Done with the current member's bytes: ISA-L's buffer is kept for a later member."""

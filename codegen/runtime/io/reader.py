@@ -13,9 +13,8 @@ import logging
 import os
 from collections.abc import Callable, Generator, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
-import codegen.runtime.accel as _accel
 from codegen.errors import DataError, RecordError, TfrGenError
 from codegen.runtime.io import framing
 from codegen.runtime.io.compression import (
@@ -29,6 +28,7 @@ from codegen.runtime.io.files import (
     PathLike,
     Replay,
     binary_stream,
+    new_buffer,
     open_input,
     read_head,
     stream_name,
@@ -45,9 +45,6 @@ from codegen.runtime.io.skips import (
     check_on_error,
 )
 from codegen.runtime.io.urls import StorageOptions
-
-if TYPE_CHECKING:
-    from typing_extensions import Buffer
 
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
@@ -84,13 +81,6 @@ class _Source(Protocol):
         """Fills the start of ``buffer`` with more bytes (at least one until the stream ends) and
         returns how many; 0 at the end."""
         ...
-
-
-def _new_buffer(size: int) -> Buffer:
-    """A writable buffer of ``size`` bytes for the reader: from the accelerator's pool of large
-    buffers when it is built (memory already paged in, given back when the last record viewing
-    it goes), else a ``bytearray``."""
-    return _accel.speedups.pooled_block(size) if _accel.speedups is not None else bytearray(size)
 
 
 class TFRecordReader:
@@ -419,12 +409,12 @@ class TFRecordReader:
         # A new buffer (from the accelerator's pool, when it is built) starts with the bytes kept;
         # it doubles when the stream fills it, so it is never much larger than the data read (a
         # declared length costs nothing until the data is there).
-        view = memoryview(_new_buffer(available + self._read_size))
+        view = memoryview(new_buffer(available + self._read_size))
         view[:available] = buf[pos:]
         while available < needed:
             if available == len(view):
                 size = min(available + min(available, _MAX_READ), needed)
-                grown = memoryview(_new_buffer(size))
+                grown = memoryview(new_buffer(size))
                 grown[:available] = view[:available]
                 view = grown
             try:

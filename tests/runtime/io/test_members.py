@@ -24,6 +24,7 @@ from codegen.errors import DataError
 from codegen.runtime.io import members as members_module
 from codegen.runtime.io import reader as reader_module
 from codegen.runtime.io.compression import Compression, Deflate, InflatingSource, use_deflate
+from codegen.runtime.io.files import new_buffer
 from codegen.runtime.io.members import (
     MEMBER_HEADER_SIZE,
     InflatingAhead,
@@ -457,13 +458,12 @@ def test_members_libdeflate_inflated_are_framed_in_place(member_inflater: str) -
     buffers are reused for later members, so their bytes are copied into the reader's."""
     data = written(RECORDS)
     made: list[int] = []
-    new_buffer = reader_module._new_buffer
 
     def counted(size: int) -> object:
         made.append(size)
         return new_buffer(size)
 
-    with mock.patch.object(reader_module, "_new_buffer", counted):
+    with mock.patch.object(reader_module, "new_buffer", counted):
         assert read(data, "isal", threaded=True)[0] == (RECORDS, None, [])
     if member_inflater != "isal":
         assert made == []
