@@ -6,7 +6,9 @@ about 256 KiB of framed records as one member (:func:`gzip_member`) whose header
 (``FEXTRA``) with the subfield ``TR`` holding the member's size in bytes, as BGZF does for
 genomics data. Knowing where the next member starts, :class:`MemberInflater` reads members ahead
 and inflates them in worker threads (the accelerated deflate releases the GIL), so inflating runs
-on several cores while the reader frames and checks records.
+on several cores while the reader frames and checks records. When the reader needs members whose
+task no worker has started yet (the workers are behind, most when another core is busy), it
+inflates them itself instead of waiting.
 
 A sized member is inflated in one call of libdeflate (the ``deflate`` package, a default
 dependency) when it is installed: it inflates a whole buffer about 1.3-1.8 times as fast as ISA-L or
@@ -24,12 +26,14 @@ pieces ahead of the reader, which frames and checks records meanwhile.
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import struct
 import threading
 import zlib
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import ModuleType
 from typing import Literal, NamedTuple
@@ -94,7 +98,7 @@ def _cores() -> int:
 
 INFLATE_THREADS = max(1, min(4, _cores()))
 """Worker threads a :class:`MemberInflater` reads and inflates members in: as many as the cores this
-process may use, four at most. The reader's thread only frames and checks records, which takes
+process may use, four at most. The reader's thread mostly frames and checks records, which takes
 less time than inflating, so it shares a core with them."""
 _AHEAD = max(4, 2 * INFLATE_THREADS)  # workers' tasks (or pieces) made ahead of the one read
 # A member is read whole, and its bytes inflated into a buffer of the size its trailer declares,
@@ -281,6 +285,13 @@ class _Place(NamedTuple):
     """Without a member: what reading the file raised."""
 
 
+class _Task(NamedTuple):
+    """A task handed to the workers: its future, and what it runs."""
+
+    future: Future[list[_Place]]
+    run: Callable[[], list[_Place]]
+
+
 class _Raising:
     """A file whose reads raise ``error``: the rest of a stream after a read that failed."""
 
@@ -313,7 +324,7 @@ class MemberInflater:
         self._reads = 0  # the index of the next place to read
         self._tasks = 0  # the workers' tasks handed out
         self._done = False  # no more places to read (the end, or no sized member there)
-        self._pending: deque[Future[list[_Place]]] = deque()
+        self._pending: deque[_Task] = deque()
         self._ready: dict[int, _Place] = {}  # places read and inflated, by index
         self._want = 0  # the index of the place whose bytes come next
         self._after_member = False  # a member has been inflated (the stream is past its start)
@@ -408,32 +419,44 @@ class MemberInflater:
                 self._done = True
                 return first if first.member is None else self._inflated([first])[0]
             self._pool = member_workers()
-            self._pending.append(self._pool.submit(self._inflated, [first]))
+            self._submit(self._pool, functools.partial(self._inflated, [first]))
         while want not in self._ready:
             self._read_ahead()
             if not self._pending:  # every place up to the end was read
                 return _Place(want)
-            for place in self._pending.popleft().result():
+            for place in self._result(self._pending.popleft()):
                 self._ready[place.at] = place
         return self._ready.pop(want)
 
     def _read_ahead(self) -> None:
         """Hands the workers places to read and inflate, up to :data:`_AHEAD` ahead."""
         while self._pool is not None and not self._done and len(self._pending) < _AHEAD:
-            self._pending.append(self._pool.submit(self._read_and_inflate))
+            self._submit(self._pool, self._read_and_inflate)
+
+    def _submit(self, pool: ThreadPoolExecutor, task: Callable[[], list[_Place]]) -> None:
+        """Hands ``task`` to the workers (the reader's thread runs it if none has started it when
+        the reader needs its places: see :meth:`_result`)."""
+        self._pending.append(_Task(pool.submit(task), task))
+
+    @staticmethod
+    def _result(task: _Task) -> list[_Place]:
+        """The places of ``task``: a task no worker has started yet runs in the reader's thread
+        rather than waiting its turn (when the workers are behind, most when they get little of
+        another core, the reader inflates instead of waiting for them)."""
+        return task.run() if task.future.cancel() else task.future.result()
 
     def _stop(self) -> list[_Place]:
         """Stops the workers' tasks of this stream, waiting for those under way; the places they
         read ahead, in the order of the stream."""
         with self._lock:
             self._done = True  # no task reads more: one that starts now returns nothing
-        for future in self._pending:
-            future.cancel()
+        # (A task cancelled before it started is not waited for: it is done only once a worker
+        # takes it off the queue, which could be long after, when the workers are busy.)
+        started = [task.future for task in self._pending if not task.future.cancel()]
         self._pool = None
-        wait(self._pending)
-        for future in self._pending:
-            if not future.cancelled():
-                self._ready.update((place.at, place) for place in future.result())
+        wait(started)
+        for future in started:
+            self._ready.update((place.at, place) for place in future.result())
         self._pending.clear()
         return [self._ready[i] for i in sorted(self._ready)]
 

@@ -351,6 +351,32 @@ def test_no_worker_works_for_a_reader_that_ended(stop: str, stream: str) -> None
     assert len(member_threads()) <= members_module.INFLATE_THREADS
 
 
+@pytest.mark.parametrize("damage", [None, "corrupt deflate data"])
+def test_the_reader_inflates_what_no_worker_has_started(damage: str | None) -> None:
+    """A task no member thread has started when the reader needs its places runs in the reader's
+    thread: with every member thread held busy the reader reads the whole stream alone (the same
+    records, or the same error), and no worker runs a task of it afterwards."""
+    data = written(RECORDS)
+    if damage is not None:
+        data = ONE_MEMBER_DAMAGES[damage](data)
+    expected = read(data, "isal", threaded=False)[0]
+    pool = members_module.member_workers()
+    release = threading.Event()
+    busy = [pool.submit(release.wait, 30) for _ in range(members_module.INFLATE_THREADS)]
+    outcome: list[tuple[Outcome, str]] = []
+    try:
+        reader = threading.Thread(target=lambda: outcome.append(read(data, "isal", threaded=True)))
+        reader.start()
+        reader.join(20)
+        assert outcome, "the reader waited for member threads that were busy"
+    finally:
+        release.set()
+        for future in busy:
+            future.result()
+    assert outcome[0] == (expected, "MemberInflater")
+    earlier_member_tasks_finished()
+
+
 def test_a_forked_child_reads_with_member_threads_of_its_own() -> None:
     """The member threads are the process's: a child forked after a reader started them (a
     DataLoader worker) makes its own, where the parent's would never run its tasks."""
