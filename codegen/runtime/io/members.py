@@ -26,14 +26,12 @@ pieces ahead of the reader, which frames and checks records meanwhile.
 
 from __future__ import annotations
 
-import functools
 import os
 import queue
 import struct
 import threading
 import zlib
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import ModuleType
 from typing import Literal, NamedTuple
@@ -285,13 +283,6 @@ class _Place(NamedTuple):
     """Without a member: what reading the file raised."""
 
 
-class _Task(NamedTuple):
-    """A task handed to the workers: its future, and what it runs."""
-
-    future: Future[list[_Place]]
-    run: Callable[[], list[_Place]]
-
-
 class _Raising:
     """A file whose reads raise ``error``: the rest of a stream after a read that failed."""
 
@@ -324,7 +315,7 @@ class MemberInflater:
         self._reads = 0  # the index of the next place to read
         self._tasks = 0  # the workers' tasks handed out
         self._done = False  # no more places to read (the end, or no sized member there)
-        self._pending: deque[_Task] = deque()
+        self._pending: deque[Future[list[_Place]]] = deque()
         self._ready: dict[int, _Place] = {}  # places read and inflated, by index
         self._want = 0  # the index of the place whose bytes come next
         self._after_member = False  # a member has been inflated (the stream is past its start)
@@ -414,12 +405,12 @@ class MemberInflater:
         self._want += 1
         if want == 0:
             first = self._read_one()
-            more = bool(self._peek(1)) if first.member is not None else False
-            if first.member is None or not more:  # no thread for a stream of one place
+            if first.member is None or not self._peek(1):  # no task for a stream of one place
                 self._done = True
-                return first if first.member is None else self._inflated([first])[0]
-            self._pool = member_workers()
-            self._submit(self._pool, functools.partial(self._inflated, [first]))
+            else:  # the workers start on the places after the first while the reader inflates it
+                self._pool = member_workers()
+                self._read_ahead()
+            return first if first.member is None else self._inflated([first])[0]
         while want not in self._ready:
             self._read_ahead()
             if not self._pending:  # every place up to the end was read
@@ -431,19 +422,13 @@ class MemberInflater:
     def _read_ahead(self) -> None:
         """Hands the workers places to read and inflate, up to :data:`_AHEAD` ahead."""
         while self._pool is not None and not self._done and len(self._pending) < _AHEAD:
-            self._submit(self._pool, self._read_and_inflate)
+            self._pending.append(self._pool.submit(self._read_and_inflate))
 
-    def _submit(self, pool: ThreadPoolExecutor, task: Callable[[], list[_Place]]) -> None:
-        """Hands ``task`` to the workers (the reader's thread runs it if none has started it when
-        the reader needs its places: see :meth:`_result`)."""
-        self._pending.append(_Task(pool.submit(task), task))
-
-    @staticmethod
-    def _result(task: _Task) -> list[_Place]:
+    def _result(self, task: Future[list[_Place]]) -> list[_Place]:
         """The places of ``task``: a task no worker has started yet runs in the reader's thread
         rather than waiting its turn (when the workers are behind, most when they get little of
         another core, the reader inflates instead of waiting for them)."""
-        return task.run() if task.future.cancel() else task.future.result()
+        return self._read_and_inflate() if task.cancel() else task.result()
 
     def _stop(self) -> list[_Place]:
         """Stops the workers' tasks of this stream, waiting for those under way; the places they
@@ -452,7 +437,7 @@ class MemberInflater:
             self._done = True  # no task reads more: one that starts now returns nothing
         # (A task cancelled before it started is not waited for: it is done only once a worker
         # takes it off the queue, which could be long after, when the workers are busy.)
-        started = [task.future for task in self._pending if not task.future.cancel()]
+        started = [task for task in self._pending if not task.cancel()]
         self._pool = None
         wait(started)
         for future in started:
